@@ -1,0 +1,47 @@
+"""The course's grader: build, run, check and time CUDA C++ kernel files.
+
+In a notebook:
+    import grader
+    mod = grader.load(SOURCE, "tiled")    # compile (cached) and load; mod.gemm(A, B)
+    grader.check("tiled", SOURCE)         # grade in a child process, show the verdict
+    grader.resources(SOURCE, "tiled")     # registers, shared memory, spills (nvcc -Xptxas -v)
+
+On the command line: python -m grader list | doctor | check | batch | bench.
+"""
+from .binding import load, resolve_backend
+from .errors import CannotGrade, CompileError, GraderError, KernelError, SubmissionError
+from .exercises import EXERCISES
+
+
+def check(exercise: str, source_or_path, *, backend: str = "auto", display: bool = True, **kw):
+    """Grade `source_or_path` for `exercise`; show the verdict in the notebook; return the Result."""
+    from . import grade, report
+
+    result = grade.grade(exercise, source_or_path, backend=backend, **kw)
+    if display:
+        try:
+            from IPython import get_ipython
+            from IPython.display import HTML, display as show
+            if get_ipython() is not None:
+                show(HTML(report.html_report(result)))
+                return result
+        except ImportError:
+            pass
+        print(report.text(result))
+    return result
+
+
+def resources(source_or_path, exercise: str | None = None, arch: str | None = None):
+    """Print and return per-kernel registers, shared memory and spills (nvcc -Xptxas -v)."""
+    from .binding import read_source
+    from .toolchain import resource_usage
+
+    source, filename = read_source(source_or_path)
+    usage = resource_usage(source, exercise=exercise, arch=arch, filename=filename)
+    for k in usage:
+        print(k)
+    return usage
+
+
+__all__ = ["load", "check", "resources", "resolve_backend", "EXERCISES", "GraderError", "CannotGrade",
+           "CompileError", "KernelError", "SubmissionError"]

@@ -1,0 +1,182 @@
+"""Correctness: inputs, float64 references, and comparisons with hints.
+
+Everything here runs in the grading (parent) process on CPU tensors; the kernel
+runs elsewhere (grader.worker) and only its outputs come back.
+
+Tolerance for a GEMM element: |got - ref| <= 8 * eps32 * sqrt(K) * (|A| @ |B|)[i, j].
+Any float32 accumulation order passes (its error grows like eps * K at worst
+for these inputs, far below the bound for K >= 1), while bfloat16 or TF32
+operands fail (their rounding alone is 2^-9 or 2^-12 of each product).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import contract
+
+EPS32 = float(np.finfo(np.float32).eps)
+POISON_MASK = -1  # all bits set: an unwritten mask word shows (bits past N must be 0)
+
+
+@dataclass
+class Case:
+    """One call of the kernel: its inputs, and what the outputs must be."""
+    shape: tuple[int, ...]
+    inputs: dict[str, torch.Tensor]          # float32 / int32 CPU tensors handed to the kernel
+    expected: dict[str, torch.Tensor]        # float64 (values) or int32 (masks)
+    tolerance: dict[str, torch.Tensor] = field(default_factory=dict)  # per-element bound
+    either: dict[str, torch.Tensor] = field(default_factory=dict)     # ambiguous ReLU elements
+
+
+@dataclass
+class Mismatch:
+    output: str
+    n_wrong: int
+    n_total: int
+    n_unwritten: int
+    examples: list[tuple[tuple[int, ...], float, float]]  # (index, got, expected)
+    rows_wrong: list[int]
+    cols_wrong: list[int]
+
+    def describe(self, shape) -> str:
+        dims = "x".join(map(str, shape))
+        lines = [f"{self.output}: {self.n_wrong} of {self.n_total} elements wrong at shape {dims}"
+                 + (f" ({self.n_unwritten} never written: still NaN/poison)" if self.n_unwritten else "")]
+        for idx, got, exp in self.examples:
+            lines.append(f"  {self.output}{list(idx)}: got {_fmt(got)}, expected {_fmt(exp)}")
+        return "\n".join(lines)
+
+
+def _fmt(x: float) -> str:
+    return f"0x{int(x) & 0xFFFFFFFF:08x}" if isinstance(x, (int, np.integer)) else f"{x:.6g}"
+
+
+# ---------------------------------------------------------------------------- inputs
+def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """Fresh zero-mean float32 inputs; A and B differ, so nothing is symmetric."""
+    def randn(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64).float()
+
+    if exercise == "relu_mask":
+        m, n = shape
+        return {"X": randn(m, n), "dY": randn(m, n)}
+    m, n, k = shape
+    ins = {"A": randn(m, k), "B": randn(k, n)}
+    if exercise == "gemm_relu":
+        ins["bias"] = randn(n)
+    return ins
+
+
+def make_case(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> Case:
+    """Fresh random inputs and their float64 reference."""
+    return make_case_from(exercise, shape, random_inputs(exercise, shape, gen))
+
+
+def make_case_from(exercise: str, shape: tuple[int, ...], inputs: dict[str, torch.Tensor],
+                   rows: list[int] | None = None) -> Case:
+    """The float64 reference for `inputs` (only `rows` of the outputs, if given)."""
+    sel = slice(None) if rows is None else rows
+    if exercise == "relu_mask":
+        x, dy = inputs["X"][sel].double(), inputs["dY"][sel].double()
+        y = x.clamp_min(0)
+        return Case((x.shape[0], shape[1]), inputs,
+                    {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(y > 0, dy, 0.0)})
+    m, n, k = shape
+    a64, b64 = inputs["A"][sel].double(), inputs["B"].double()
+    c = a64 @ b64
+    tol = 8 * EPS32 * max(k, 1) ** 0.5 * (a64.abs() @ b64.abs())
+    shown = (a64.shape[0], n, k)
+    if exercise != "gemm_relu":
+        return Case(shown, inputs, {"C": c}, {"C": tol})
+    bias = inputs["bias"].double()
+    pre = c + bias
+    tol = tol + 8 * EPS32 * bias.abs()
+    either = pre.abs() <= tol  # the sign of A.B + bias is within rounding: 0 or value both fine
+    return Case(shown, inputs, {"C": pre.clamp_min(0), "mask": pack_mask(pre > 0)}, {"C": tol}, {"C": either})
+
+
+def pack_mask(bits: torch.Tensor) -> torch.Tensor:
+    """[M, N] bool -> [M, ceil(N/32)] int32 words, bit j%32 of word j/32 (the contract)."""
+    m, n = bits.shape
+    w = contract.mask_words(n)
+    padded = torch.zeros(m, w * 32, dtype=torch.int64)
+    padded[:, :n] = bits.to(torch.int64)
+    weights = (1 << torch.arange(32, dtype=torch.int64))
+    words = (padded.view(m, w, 32) * weights).sum(-1)
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)  # same bits, signed
+
+
+def unpack_mask(words: torch.Tensor, n: int) -> torch.Tensor:
+    """[M, W] int32 words -> [M, W*32] bool."""
+    w64 = words.to(torch.int64) & 0xFFFFFFFF
+    bits = (w64.unsqueeze(-1) >> torch.arange(32, dtype=torch.int64)) & 1
+    return bits.view(words.shape[0], -1).bool()
+
+
+# ---------------------------------------------------------------------------- compare
+def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
+    """None when `got` matches; else what is wrong. NaN and inf never pass."""
+    exp = case.expected[name]
+    if tuple(got.shape) != tuple(exp.shape):
+        return Mismatch(name, exp.numel(), exp.numel(), 0, [], [], [])
+    if contract.is_mask(name):
+        n = case.shape[1]
+        got_bits, exp_bits = unpack_mask(got, n), unpack_mask(exp, n)
+        wrong = got_bits != exp_bits
+        if "C" in case.either:  # ambiguous ReLU elements may go either way
+            amb = torch.zeros_like(wrong)
+            amb[:, :n] = case.either["C"]
+            wrong &= ~amb
+        unwritten = (got == POISON_MASK).sum().item()
+        wrong_words = wrong.view(got.shape[0], -1, 32).any(-1)
+        return _mismatch(name, wrong_words, got, exp, int(unwritten)) if wrong.any() else None
+    got64 = got.double()
+    finite = torch.isfinite(got64)
+    if name in case.tolerance:
+        err = (got64 - exp).abs()
+        ok = finite & (err <= case.tolerance[name])
+    else:
+        ok = finite & (got64 == exp)
+    if name in case.either:
+        ok |= finite & case.either[name] & ((got64 == 0) | ((got64 - exp).abs() <= case.tolerance[name] * 2))
+    if bool(ok.all()):
+        return None
+    return _mismatch(name, ~ok, got64, exp, int(torch.isnan(got64).sum()))
+
+
+def _mismatch(name, wrong: torch.Tensor, got, exp, unwritten: int) -> Mismatch:
+    idx = wrong.nonzero()
+    examples = [(tuple(int(i) for i in ix), got[tuple(ix)].item(), exp[tuple(ix)].item()) for ix in idx[:3]]
+    rows = wrong.any(dim=1).nonzero().flatten().tolist() if wrong.dim() == 2 else []
+    cols = wrong.any(dim=0).nonzero().flatten().tolist() if wrong.dim() == 2 else []
+    return Mismatch(name, int(wrong.sum()), wrong.numel(), unwritten, examples, rows, cols)
+
+
+def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]]) -> str:
+    """One hint for a learner, from the pattern of what went wrong across shapes."""
+    if not mismatches:
+        return ""
+    shape, mm = mismatches[0]
+    if mm.examples == [] and mm.n_wrong == mm.n_total:
+        return "The output has the wrong shape."
+    rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
+    if mm.n_unwritten == mm.n_total:
+        return ("Nothing was written: does the launcher launch the kernel (on the given stream), "
+                "and does the grid cover the matrix?")
+    if mm.n_unwritten:
+        return ("Some elements were never written: round the grid up (ceil-divide the sizes by the "
+                "block size) and check that the bounds test does not skip valid elements.")
+    tail_rows = mm.rows_wrong and min(mm.rows_wrong) > 0 and max(mm.rows_wrong) == rows_total - 1
+    tail_cols = mm.cols_wrong and min(mm.cols_wrong) > 0 and max(mm.cols_wrong) == cols_total - 1
+    if (tail_rows and len(mm.rows_wrong) < rows_total) or (tail_cols and len(mm.cols_wrong) < cols_total):
+        return ("Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
+                "(load zeros for elements outside the matrix).")
+    square_ok = any(len(set(s)) == 1 for s in passed_shapes)
+    if square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
+        return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
+                "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]).")
+    return ("Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
+            "row-major, A is MxK and B is KxN.")

@@ -1,0 +1,92 @@
+"""`python -m grader COMMAND`: list, doctor, check, batch, bench.
+
+Exit codes of `check`: 0 passed; 1 graded and failed (any defect of the
+submission, compile errors included); 2 could not grade (missing file, unknown
+exercise, bad flags, no GPU with --backend cuda).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import CannotGrade
+
+
+def _list(args) -> int:
+    from .exercises import EXERCISES
+
+    width = max(map(len, EXERCISES))
+    for ex in EXERCISES.values():
+        launchers = ", ".join(l.name for l in ex.launchers)
+        print(f"{ex.name:<{width}}  {ex.summary}  [{launchers}]")
+    return 0
+
+
+def _doctor(args) -> int:
+    from . import doctor
+    return doctor.main()
+
+
+def _check(args) -> int:
+    from . import grade, report
+
+    result = grade.grade(args.exercise, args.file, backend=args.backend, thresholds_file=args.thresholds,
+                         timeout=args.timeout, seed=args.seed)
+    if args.json:
+        print(json.dumps(result.as_dict()))
+    else:
+        print(report.text(result))
+    return result.exit_code
+
+
+def _batch(args) -> int:
+    from . import batch
+    return batch.main(args)
+
+
+def _bench(args) -> int:
+    from . import bench
+    return bench.main(args.rest)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the exercises").set_defaults(fn=_list)
+    sub.add_parser("doctor", help="check this machine's set-up").set_defaults(fn=_doctor)
+
+    c = sub.add_parser("check", help="grade one kernel file")
+    c.add_argument("exercise")
+    c.add_argument("file")
+    c.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("--thresholds", metavar="FILE.json", help="override speed thresholds")
+    c.add_argument("--timeout", type=float, help="seconds the kernel may run (default 60)")
+    c.add_argument("--seed", type=int, help="fix the input seed (default: secret and fresh)")
+    c.set_defaults(fn=_check)
+
+    b = sub.add_parser("batch", help="grade a folder of submissions into a gradebook")
+    b.add_argument("exercise")
+    b.add_argument("dir")
+    b.add_argument("--out", default="grades.csv")
+    b.add_argument("--jobs", type=int, default=0)
+    b.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
+    b.add_argument("--thresholds", metavar="FILE.json")
+    b.set_defaults(fn=_batch)
+
+    s = sub.add_parser("bench", help="time the reference kernels against cuBLAS", add_help=False)
+    s.add_argument("rest", nargs=argparse.REMAINDER)
+    s.set_defaults(fn=_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except CannotGrade as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,97 @@
+"""The exercises: one spec each, in one place.
+
+An exercise names the launchers its kernel file defines (grader.contract), the
+reference kernel in kernels/ that solves it, the shapes its correctness check
+uses, and its speed threshold: the speed-up over a baseline kernel that a
+submission must reach on a GPU, timed in the same process the same way.
+
+Thresholds are calibrated at about 80 % of what the reference kernel reaches on
+an H200 (kernels/README.md has the measurements). Other GPUs may need others:
+override them with a JSON file (`--thresholds FILE`, or $GRADER_THRESHOLDS)
+mapping exercise name to a number.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import contract
+from .errors import CannotGrade
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+# (M, N, K). None of the odd ones is a multiple of any tile size; M != N != K.
+GEMM_SHAPES = ((1, 1, 1), (17, 33, 65), (127, 253, 61), (64, 64, 64), (200, 129, 300), (513, 257, 1000))
+GEMM_SHAPES_SMALL = GEMM_SHAPES[:4]  # for the CPU backend, which runs kernels ~1000x slower
+RELU_SHAPES = ((1, 1), (3, 31), (17, 33), (64, 96), (127, 1000), (1000, 1031))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    summary: str
+    reference: str            # file in kernels/
+    baseline: str | None      # file in kernels/ to time against, or "cublas"
+    threshold: float | None   # speed-up over the baseline needed on a GPU (None: not timed)
+    shapes: tuple[tuple[int, ...], ...]
+    cpu_shapes: tuple[tuple[int, ...], ...]
+    bench_shape: tuple[int, ...]
+
+    @property
+    def launchers(self) -> tuple[contract.Launcher, ...]:
+        return contract.LAUNCHERS[self.name]
+
+    @property
+    def reference_path(self) -> Path:
+        return KERNELS_DIR / self.reference
+
+    @property
+    def baseline_path(self) -> Path | None:
+        return None if self.baseline in (None, "cublas") else KERNELS_DIR / self.baseline
+
+
+EXERCISES: dict[str, Exercise] = {e.name: e for e in (
+    Exercise("naive", "one thread per element of C; the seed's first CUDA kernel",
+             "01_naive.cu", "01a_naive_uncoalesced.cu", 1.0, GEMM_SHAPES, GEMM_SHAPES_SMALL, (2048, 2048, 2048)),
+    Exercise("tiled", "shared-memory tiles: each element of A and B is read from DRAM once per tile",
+             "02_tiled.cu", "01_naive.cu", 1.3, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
+    Exercise("conflict_free", "a shared-memory layout without bank conflicts (padding or swizzle)",
+             "03_conflict_free.cu", "03_bank_conflicts.cu", 1.1, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
+    Exercise("register_blocked", "each thread computes a TM x TN tile of C from registers, float4 loads",
+             "04_register_blocked.cu", "02_tiled.cu", 2.5, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
+    Exercise("relu_mask", "ReLU forward writes a 1-bit mask with __ballot_sync; backward reads the mask",
+             "06_relu_mask.cu", None, None, RELU_SHAPES, RELU_SHAPES, (8192, 8192)),
+    Exercise("gemm_relu", "GEMM with bias + ReLU + mask fused into its epilogue",
+             "07_gemm_relu.cu", None, None, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
+)}
+
+
+def get(name: str, thresholds_file: str | os.PathLike | None = None) -> Exercise:
+    """The exercise `name`, with any threshold overrides applied."""
+    if name not in EXERCISES:
+        close = [e for e in EXERCISES if e.startswith(name[:3])]
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise CannotGrade(f"unknown exercise {name!r}.{hint} Exercises: {', '.join(EXERCISES)} "
+                          "(python -m grader list).")
+    ex = EXERCISES[name]
+    overrides = load_thresholds(thresholds_file)
+    return replace(ex, threshold=float(overrides[name])) if name in overrides else ex
+
+
+def load_thresholds(path: str | os.PathLike | None = None) -> dict[str, float]:
+    path = path or os.environ.get("GRADER_THRESHOLDS")
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise CannotGrade(f"cannot read thresholds file {path}: {e}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, (int, float)) for v in data.values()):
+        raise CannotGrade(f"thresholds file {path} must map exercise names to numbers, "
+                          'e.g. {"tiled": 1.2}')
+    unknown = set(data) - set(EXERCISES)
+    if unknown:
+        raise CannotGrade(f"thresholds file {path} names unknown exercises: {', '.join(sorted(unknown))}")
+    return data

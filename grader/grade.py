@@ -1,0 +1,203 @@
+"""Grade one kernel file: compile, run in a child on secret inputs, check, time.
+
+    result = grade("tiled", "my_tiled.cu")      # -> Result (see its fields)
+
+The parent draws the inputs from a secret seed, computes the float64 reference
+from its own copies, and compares what the child sends back; the child only runs
+the kernel. On a GPU the kernel is timed against its exercise's baseline in the
+same child, the same way, and must reach the exercise's threshold.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from . import binding, checks, exercises, sandbox, toolchain
+from .errors import CannotGrade, CompileError, SubmissionError
+from .worker import timed_inputs
+
+SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
+
+
+@dataclass
+class ShapeResult:
+    shape: list[int]
+    correct: bool
+    detail: str = ""
+
+
+@dataclass
+class Result:
+    exercise: str
+    backend: str
+    compiled: bool = False
+    correct: bool = False
+    passed: bool = False
+    speedup: float | None = None       # baseline time / kernel time (GPU only)
+    threshold: float | None = None
+    message: str = ""
+    hint: str = ""
+    shapes: list[ShapeResult] = field(default_factory=list)
+    timing: dict | None = None         # medians in ms of kernel, baseline, cuBLAS/torch
+    pct_cublas: float | None = None
+    output: str = ""                   # what the kernel printed (capped)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | None = None,
+          thresholds_file=None, timeout: float | None = None, time_it: bool = True) -> Result:
+    """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2)."""
+    ex = exercises.get(exercise, thresholds_file)
+    backend = binding.resolve_backend(backend)
+    res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" else None)
+    try:
+        source, filename = binding.read_source(source_or_path)
+        if not source.strip():
+            raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
+        build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename)
+    except CompileError as e:
+        res.message = f"does not compile:\n{e}"
+        return res
+    except SubmissionError as e:
+        res.message = str(e)
+        return res
+    res.compiled = True
+
+    gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(63))
+    shapes = ex.shapes if backend == "cuda" else ex.cpu_shapes
+    # two fresh inputs per shape: a kernel that replays an earlier answer fails
+    cases = [checks.make_case(exercise, s, gen) for s in shapes for _ in range(2)]
+    request = {"lib": str(build.path), "exercise": exercise, "backend": backend,
+               "schedules": SCHEDULES_CPU if backend == "cpu" else [0]}
+    timed = backend == "cuda" and time_it and ex.threshold is not None
+    if timed:
+        base = toolchain.build(ex.baseline_path.read_text(), backend="cuda", exercise=exercise,
+                               filename=ex.baseline) if ex.baseline_path else None
+        tseed = secrets.randbits(62)
+        rows = sorted(secrets.SystemRandom().sample(range(ex.bench_shape[0]), 4))
+        request |= {"timing": {"shape": list(ex.bench_shape), "seed": tseed, "rows": rows},
+                    "baseline_lib": str(base.path) if base else None, "baseline_exercise": exercise}
+    wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
+            for i, c in enumerate(cases)]
+    run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
+    res.output = run.output if run.crashed or run.timed_out else _printed(run.output)
+    _verdict_correctness(res, cases, run)
+    if res.correct and timed:
+        _verdict_speed(res, ex, run, request["timing"])
+    elif res.correct:
+        res.passed = True
+        if backend == "cpu":
+            res.message = ("correct on every shape (CPU backend: correctness only; the speed "
+                           "threshold is not measured without a GPU)")
+        else:
+            res.message = "correct on every shape"
+    return res
+
+
+def _printed(text: str) -> str:
+    return text.strip()
+
+
+def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.ChildRun) -> None:
+    fatal = next((m["fatal"] for m, _ in run.messages if "fatal" in m), None)
+    if fatal:
+        res.message = fatal
+        return
+    by_case: dict[int, list[tuple[dict, dict]]] = {}
+    for meta, arrays in run.messages:
+        if "case" in meta:
+            by_case.setdefault(meta["case"], []).append((meta, arrays))
+    mismatches, passed_shapes = [], []
+    for i, case in enumerate(cases):
+        got = by_case.get(i, [])
+        if not got:
+            what = run.describe_exit() if (run.crashed or run.timed_out) else "returned no result"
+            res.shapes.append(ShapeResult(list(case.shape), False, f"the kernel {what}"))
+            res.message = _died_message(run, case.shape)
+            res.hint = res.hint or ("A crash is usually an out-of-bounds access (check the bounds tests); "
+                                    "a time-out, a loop that never ends or a barrier some threads never reach.")
+            return
+        errors = [m["error"] for m, _ in got if "error" in m]
+        if errors:
+            res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
+            res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"
+            return
+        outs = [{k: torch.from_numpy(v) for k, v in arrays.items()} for _, arrays in got]
+        if len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:]):
+            res.shapes.append(ShapeResult(list(case.shape), False, "result changes between runs"))
+            res.message = (f"at shape {'x'.join(map(str, case.shape))} the result changes from run to run "
+                           "with the same input")
+            res.hint = ("A race: threads read shared memory that other threads are still writing. "
+                        "Is there a __syncthreads() after loading a tile AND after using it?")
+            return
+        problems = [checks.compare(case, name, outs[0].get(name, torch.empty(0)))
+                    for name in case.expected]
+        problems = [p for p in problems if p]
+        if problems:
+            mismatches.append((case.shape, problems[0]))
+            res.shapes.append(ShapeResult(list(case.shape), False, problems[0].describe(case.shape)))
+        else:
+            passed_shapes.append(case.shape)
+            res.shapes.append(ShapeResult(list(case.shape), True))
+    if mismatches:
+        res.message = f"wrong results on {len(mismatches)} of {len(cases)} inputs.\n" + \
+            mismatches[0][1].describe(mismatches[0][0])
+        res.hint = checks.hint(mismatches, passed_shapes)
+        return
+    res.correct = True
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all(torch.equal(torch.nan_to_num(a[k]), torch.nan_to_num(b[k])) for k in a)
+
+
+def _died_message(run: sandbox.ChildRun, shape) -> str:
+    dims = "x".join(map(str, shape))
+    if run.timed_out:
+        return f"the kernel did not finish at shape {dims}: killed after the time limit (a hang?)"
+    return f"the kernel {run.describe_exit()} at shape {dims}" + \
+        (f"; its output ends with:\n{run.output[-800:]}" if run.output.strip() else "")
+
+
+def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, treq: dict) -> None:
+    timing = next(((m, a) for m, a in run.messages if "timing" in m or "timing_error" in m), None)
+    if timing is None:
+        res.message = f"correct, but the timed run {run.describe_exit()}"
+        return
+    meta, sample = timing
+    if "timing_error" in meta:
+        res.message = f"correct, but the timed run failed: {meta['timing_error']}"
+        return
+    # the timed output must be right too: recompute a few rows from the same seed
+    case = checks.make_case_from(ex.name, tuple(treq["shape"]), timed_inputs(ex.name, tuple(treq["shape"]),
+                                                                              treq["seed"]), rows=treq["rows"])
+    bad = [p for name in case.expected if (p := checks.compare(case, name, torch.from_numpy(sample[name])))]
+    if bad:
+        res.correct = False
+        res.message = "correct on the test shapes but wrong in the timed run:\n" + bad[0].describe(case.shape)
+        return
+    t = meta["timing"]
+    res.timing = {k: v["median_ms"] for k, v in t.items()}
+    k_ms = t["kernel"]["median_ms"]
+    ref = t.get("cublas")
+    if ref:
+        res.pct_cublas = 100.0 * ref["median_ms"] / k_ms
+    res.speedup = t["baseline"]["median_ms"] / k_ms if "baseline" in t else None
+    # plausibility: hidden work on another stream shows as host time far above event time
+    if t["kernel"]["host_ms"] > 3 * k_ms + 0.5 or (ref and ref["median_ms"] / k_ms > 10):
+        res.message = ("timing is implausible (the events saw far less time than the host clock, or the "
+                       "kernel beat cuBLAS by 10x): is work launched on another stream? Not passed.")
+        return
+    res.passed = res.speedup is None or res.speedup >= ex.threshold
+    verdict = "passed" if res.passed else "too slow"
+    res.message = (f"correct; {verdict}: {res.speedup:.2f}x the baseline {ex.baseline} "
+                   f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else ""))

@@ -1,0 +1,106 @@
+"""Time GPU work the way the course teaches: events, warm-up, L2 flush, medians.
+
+    t = time_gpu({"mine": lambda: mod.launch.gemm(A, B, C),
+                  "cublas": lambda: torch.matmul(A, B, out=C2)})
+    t["mine"].median_ms, t["cublas"].median_ms / t["mine"].median_ms  # a ratio
+
+Functions are timed round-robin in one process, so drift (clocks, temperature)
+hits the kernel and its baseline alike. Before each timed call the L2 cache is
+flushed by writing a buffer twice its size, so every run reads its inputs from
+device memory. Runs stop when the median is known to `rel_err` (the standard
+error of the mean over the median), after `min_runs`, or at `max_seconds`.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    min_ms: float
+    p10_ms: float
+    p90_ms: float
+    runs: int
+    rel_err: float      # standard error of the mean / median
+    host_ms: float      # wall-clock per call, synchronised (cross-check for hidden streams)
+
+    @property
+    def spread(self) -> float:
+        """(p90 - p10) / median: how noisy the runs were."""
+        return (self.p90_ms - self.p10_ms) / self.median_ms if self.median_ms else math.inf
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"spread": self.spread}
+
+
+_FLUSH: dict[int, torch.Tensor] = {}
+
+
+def flush_l2() -> None:
+    """Overwrite the L2 cache (2x its size; H200: 60 MB) so the next call starts cold."""
+    dev = torch.cuda.current_device()
+    if dev not in _FLUSH:
+        l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 64 << 20) or (64 << 20)
+        _FLUSH[dev] = torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
+    _FLUSH[dev].fill_(1.0)
+
+
+def _percentile(sorted_xs: list[float], q: float) -> float:
+    i = min(len(sorted_xs) - 1, max(0, round(q * (len(sorted_xs) - 1))))
+    return sorted_xs[i]
+
+
+def time_gpu(fns: dict[str, Callable[[], object]], *, warmup: int = 3, min_runs: int = 10,
+             max_runs: int = 500, rel_err: float = 0.005, max_seconds: float = 10.0,
+             flush: bool = True) -> dict[str, Timing]:
+    """Median time of each function in ms, measured with CUDA events (see module doc)."""
+    for fn in fns.values():  # warm-up: module load, caches, clocks
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    host: dict[str, list[float]] = {k: [] for k in fns}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    while True:
+        for name, fn in fns.items():
+            if flush:
+                flush_l2()
+            torch.cuda.synchronize()
+            h0 = time.perf_counter()
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            host[name].append((time.perf_counter() - h0) * 1e3)
+            samples[name].append(start.elapsed_time(end))
+        n = len(next(iter(samples.values())))
+        if n >= max_runs or (n >= min_runs and time.perf_counter() - t0 > max_seconds):
+            break
+        if n >= min_runs and all(_sem(s) <= rel_err for s in samples.values()):
+            break
+    return {k: _summary(samples[k], host[k]) for k in fns}
+
+
+def _sem(xs: list[float]) -> float:
+    med = statistics.median(xs)
+    return statistics.stdev(xs) / math.sqrt(len(xs)) / med if med > 0 and len(xs) > 1 else math.inf
+
+
+def _summary(xs: list[float], host: list[float]) -> Timing:
+    s = sorted(xs)
+    return Timing(median_ms=statistics.median(s), min_ms=s[0], p10_ms=_percentile(s, 0.1),
+                  p90_ms=_percentile(s, 0.9), runs=len(s), rel_err=_sem(s),
+                  host_ms=statistics.median(host))
+
+
+def tflops(m: int, n: int, k: int, ms: float) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12

@@ -1,0 +1,261 @@
+"""Build a kernel file into a shared library, once per distinct input.
+
+Two backends compile the same source:
+  cuda: nvcc -shared for the current GPU's architecture only (about 1 s);
+  cpu:  g++ with the CPU backend's emulation header (grader.cpu).
+
+Libraries are cached under `cache_dir()` by a hash of source, exercise, flags,
+toolchain version and target architecture, so an unchanged cell or submission
+never recompiles. The contract's launcher declarations are prepended (behind a
+`#line 1` directive, so diagnostics keep the learner's line numbers): a launcher
+with the wrong parameter types is then a compile error at the learner's line.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import contract
+from .errors import CannotGrade, CompileError
+
+NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-shared", "--std=c++17")
+COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
+MAX_MESSAGE_LINES = 40
+
+# Appended after the learner's code (so their line numbers are untouched): lets the
+# binding read errors from the library's own, statically linked CUDA runtime.
+CUDA_EPILOGUE = r"""
+extern "C" int grader_last_error(void) { return (int)cudaGetLastError(); }
+extern "C" int grader_synchronize(void) { return (int)cudaDeviceSynchronize(); }
+extern "C" const char* grader_error_string(int e) { return cudaGetErrorString((cudaError_t)e); }
+"""
+
+
+def cache_dir() -> Path:
+    """Where built libraries live: $GRADER_CACHE, else ~/.cache/gemm-course."""
+    root = os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "gemm-course"
+    return Path(root)
+
+
+# ---------------------------------------------------------------------------- nvcc
+@functools.lru_cache(maxsize=None)
+def find_nvcc() -> str | None:
+    """nvcc from $CUDA_HOME, $PATH or /usr/local/cuda, as torch's cpp_extension looks."""
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and Path(home, "bin", "nvcc").exists():
+            return str(Path(home, "bin", "nvcc"))
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return str(default) if default.exists() else None
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version() -> str | None:
+    """'13.0' (release major.minor), or None without nvcc."""
+    nvcc = find_nvcc()
+    if not nvcc:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+
+def gpu_arch() -> str:
+    """'sm_90' for the current GPU; raises CannotGrade without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CannotGrade("No CUDA GPU is visible to torch. Use --backend cpu (correctness only), "
+                          "or run on a machine with an NVIDIA GPU.")
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+# ---------------------------------------------------------------------------- build
+@dataclass(frozen=True)
+class Build:
+    """A built library and what it was built from."""
+    path: Path
+    backend: str
+    exercise: str | None
+    key: str
+    cached: bool  # True when no compiler ran
+
+
+def _key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _with_prelude(source: str, exercise: str | None, filename: str) -> str:
+    prelude = contract.declarations(exercise) if exercise else ""
+    return f'{prelude}#line 1 "{filename}"\n{source}'
+
+
+def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
+          filename: str = "kernel.cu", extra_flags: tuple[str, ...] = (),
+          sanitize: bool = False) -> Build:
+    """Compile `source` (a kernel file's text) and return the cached library.
+
+    Raises CompileError with the compiler's diagnostics (the learner's line
+    numbers) when the source does not compile, CannotGrade when the toolchain is
+    missing.
+    """
+    if backend == "cuda":
+        nvcc = find_nvcc()
+        if not nvcc:
+            raise CannotGrade("nvcc not found. Install the CUDA toolkit (its major version must match "
+                              "torch.version.cuda) or set CUDA_HOME; or use --backend cpu.")
+        arch = gpu_arch()
+        ident = f"nvcc {nvcc_version()} {arch}"
+    elif backend == "cpu":
+        from . import cpu
+        ident = f"cpu {cpu.toolchain_id()} sanitize={sanitize}"
+    else:
+        raise CannotGrade(f"unknown backend {backend!r}: use cuda or cpu")
+
+    key = _key(backend, ident, exercise or "", " ".join(extra_flags), filename, source)
+    out_dir = cache_dir() / backend / key
+    lib = out_dir / "kernel.so"
+    if lib.exists():
+        return Build(lib, backend, exercise, key, cached=True)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out_dir.parent))
+    try:
+        if backend == "cuda":
+            _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags)
+        else:
+            from . import cpu
+            cpu.compile_library(source, work / "kernel.so", filename=filename,
+                                prelude=contract.declarations(exercise) if exercise else "",
+                                sanitize=sanitize, workdir=work)
+        try:
+            work.rename(out_dir)  # atomic publish; a concurrent build may have won
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return Build(lib, backend, exercise, key, cached=False)
+
+
+def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filename: str,
+                  work: Path, extra_flags: tuple[str, ...]) -> str:
+    src = work / "kernel.cu"
+    src.write_text(_with_prelude(source, exercise, filename) + CUDA_EPILOGUE)
+    cmd = [nvcc, f"-arch={arch}", *NVCC_FLAGS, *extra_flags, "-o", str(work / "kernel.so"), str(src)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"nvcc did not finish within {COMPILE_TIMEOUT_S:.0f} s "
+                           "(set GRADER_COMPILE_TIMEOUT to allow longer).")
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise CompileError(diagnostics(log, filename, work), log)
+    (work / "build.log").write_text(log)
+    return log
+
+
+def diagnostics(log: str, filename: str, work: Path | None = None) -> str:
+    """The part of a compiler log a learner needs: errors at their own lines.
+
+    Drops temp-dir paths, the notes that point into our prelude, and anything past
+    MAX_MESSAGE_LINES.
+    """
+    lines = []
+    for line in log.splitlines():
+        if work is not None:
+            line = line.replace(str(work) + os.sep, "")
+        if not line.strip() or "Compilation terminated" in line:
+            continue
+        if re.match(r"^\d+ errors? detected in the compilation", line):
+            continue
+        lines.append(line)
+    if len(lines) > MAX_MESSAGE_LINES:
+        lines = lines[:MAX_MESSAGE_LINES] + [f"... ({len(lines) - MAX_MESSAGE_LINES} more lines)"]
+    return "\n".join(lines) or "the compiler failed without a message"
+
+
+# ---------------------------------------------------------------------------- ptxas
+@dataclass(frozen=True)
+class KernelResources:
+    kernel: str
+    registers: int
+    shared_bytes: int
+    spill_stores: int
+    spill_loads: int
+    stack_bytes: int
+
+    def __str__(self) -> str:
+        spills = "no spills" if not (self.spill_stores or self.spill_loads) else \
+            f"SPILLS {self.spill_stores} B stored / {self.spill_loads} B loaded"
+        return (f"{self.kernel}: {self.registers} registers, {self.shared_bytes} B shared memory, "
+                f"{self.stack_bytes} B stack, {spills}")
+
+
+def resource_usage(source: str, *, exercise: str | None = None, arch: str | None = None,
+                   filename: str = "kernel.cu") -> list[KernelResources]:
+    """Registers, shared memory and spills per kernel, from `nvcc -Xptxas -v`.
+
+    Works without a GPU when `arch` is given (e.g. 'sm_90').
+    """
+    nvcc = find_nvcc()
+    if not nvcc:
+        raise CannotGrade("nvcc not found: resource usage needs the CUDA toolkit.")
+    arch = arch or gpu_arch()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "kernel.cu")
+        src.write_text(_with_prelude(source, exercise, filename))
+        proc = subprocess.run([nvcc, f"-arch={arch}", "-O3", "-c", "-Xptxas", "-v", "-o",
+                               str(Path(tmp, "k.o")), str(src)],
+                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise CompileError(diagnostics(proc.stdout + proc.stderr, filename, Path(tmp)),
+                               proc.stdout + proc.stderr)
+    return parse_ptxas(proc.stderr + proc.stdout)
+
+
+def parse_ptxas(log: str) -> list[KernelResources]:
+    found, current, stack = [], None, (0, 0, 0)
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            current = _demangle(m.group(1))
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            stack = tuple(int(g) for g in m.groups())
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            smem = re.search(r"(\d+) bytes smem", line)
+            found.append(KernelResources(current, int(m.group(1)), int(smem.group(1)) if smem else 0,
+                                         stack[1], stack[2], stack[0]))
+            current, stack = None, (0, 0, 0)
+    return found
+
+
+def _demangle(name: str) -> str:
+    tool = shutil.which("c++filt")
+    if not tool or not name.startswith("_Z"):
+        return name
+    try:
+        return subprocess.run([tool, name], capture_output=True, text=True, timeout=5).stdout.strip() or name
+    except (OSError, subprocess.TimeoutExpired):
+        return name

@@ -1,0 +1,158 @@
+"""The worker: a child process that runs a learner's kernel and nothing else.
+
+    python -m grader.worker RESULT_FD      (request on stdin, see grader.sandbox)
+
+It loads the built library, runs each case on the inputs it is sent (outputs
+poisoned first) and sends the raw outputs back; the parent decides what is
+right. On a GPU it then times the kernel, its baseline and cuBLAS on fresh
+inputs drawn from a seed the parent chose, and returns a few rows of the timed
+output so the parent can check that run too. A crash here costs the parent
+nothing but this submission's verdict.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import contract, protocol
+from .binding import KernelModule
+from .checks import POISON_MASK
+from .errors import GraderError
+from .toolchain import Build
+
+
+def _load(path: str, exercise: str, backend: str) -> KernelModule:
+    lib = Path(path)
+    return KernelModule(Build(path=lib, backend=backend, exercise=exercise, key=lib.parent.name, cached=True))
+
+
+def _alloc_outputs(launcher, dims: dict[str, int], device) -> list[torch.Tensor]:
+    outs = []
+    for name in contract.outputs(launcher):
+        shape = [dims[d] for d in contract.SHAPES[name]]
+        if contract.is_mask(name):
+            outs.append(torch.full(shape, POISON_MASK, dtype=torch.int32, device=device))
+        else:
+            outs.append(torch.full(shape, float("nan"), dtype=torch.float32, device=device))
+    return outs
+
+
+def _dims(exercise: str, shape) -> dict[str, int]:
+    if exercise == "relu_mask":
+        m, n = shape
+        return {"M": m, "N": n, "W": contract.mask_words(n)}
+    m, n, k = shape
+    return {"M": m, "N": n, "K": k, "W": contract.mask_words(n)}
+
+
+def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Call every launcher of the exercise once; later launchers may read earlier outputs
+    (relu_backward reads the mask relu_forward wrote)."""
+    dims = _dims(mod.exercise, shape)
+    values = {k: v.to(mod.device) for k, v in inputs.items()}
+    for launcher in contract.LAUNCHERS[mod.exercise]:
+        outs = _alloc_outputs(launcher, dims, mod.device)
+        names = contract.outputs(launcher)
+        args = [values[n] for n in contract.inputs(launcher)]
+        getattr(mod.launch, launcher.name)(*args, *outs)
+        mod.check_error(launcher.name, synchronize=True)
+        for n, t in zip(names, outs):
+            values.setdefault(n, t)  # first writer wins: relu_backward's mask is an input
+    return {n: values[n].cpu() for l in contract.LAUNCHERS[mod.exercise] for n in contract.outputs(l)}
+
+
+def timed_inputs(exercise: str, shape, seed: int) -> dict[str, torch.Tensor]:
+    """Inputs for timing, from a seed; the parent regenerates them to check the output."""
+    gen = torch.Generator().manual_seed(seed)
+    if exercise == "relu_mask":
+        m, n = shape
+        return {"X": torch.randn(m, n, generator=gen), "dY": torch.randn(m, n, generator=gen)}
+    m, n, k = shape
+    ins = {"A": torch.randn(m, k, generator=gen), "B": torch.randn(k, n, generator=gen)}
+    if exercise == "gemm_relu":
+        ins["bias"] = torch.randn(n, generator=gen)
+    return ins
+
+
+def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) -> tuple[dict, dict]:
+    from .timing import time_gpu
+
+    shape = tuple(req["shape"])
+    dims = _dims(mod.exercise, shape)
+    ins = {k: v.cuda() for k, v in timed_inputs(mod.exercise, shape, req["seed"]).items()}
+    calls, outputs = {}, {}
+    for label, m in (("kernel", mod), ("baseline", baseline)):
+        if m is None:
+            continue
+        bufs = {}
+        steps = []
+        for launcher in contract.LAUNCHERS[m.exercise]:
+            outs = _alloc_outputs(launcher, dims, "cuda")
+            for n, t in zip(contract.outputs(launcher), outs):
+                bufs.setdefault(n, t)
+            args = [ins.get(n, bufs.get(n)) for n in contract.inputs(launcher)]
+            steps.append((getattr(m.launch, launcher.name), args + outs))
+        calls[label] = lambda steps=steps: [fn(*a) for fn, a in steps]
+        outputs[label] = bufs
+    if mod.exercise in ("naive", "tiled", "conflict_free", "register_blocked", "gemm_relu"):
+        c = torch.empty(dims["M"], dims["N"], device="cuda")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
+    elif mod.exercise == "relu_mask":
+        calls["torch"] = lambda: torch.ops.aten.threshold_backward(ins["dY"], torch.relu(ins["X"]), 0)
+    times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0))
+    mod.check_error("timed runs", synchronize=True)
+    rows = req["rows"]
+    sample = {k: v[rows].cpu().numpy() for k, v in outputs["kernel"].items()}
+    return {k: t.as_dict() for k, t in times.items()}, sample
+
+
+def serve(result_fd: int, stdin_fd: int = 0) -> int:
+    """Read the request and all cases, then run them, streaming one message per result."""
+    first = protocol.recv(stdin_fd)
+    if first is None:
+        return 3
+    req, _ = first
+    cases = []
+    while (m := protocol.recv(stdin_fd)) is not None:
+        cases.append(m)
+    os.close(stdin_fd)
+    try:
+        mod = _load(req["lib"], req["exercise"], req["backend"])
+    except GraderError as e:
+        protocol.send(result_fd, {"fatal": str(e)})
+        return 0
+    for meta, arrays in cases:
+        inputs = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        for seed in req.get("schedules", [0]):
+            mod.configure_cpu(schedule_seed=seed)
+            try:
+                outs = run_case(mod, meta["shape"], inputs)
+            except GraderError as e:
+                protocol.send(result_fd, {"case": meta["case"], "schedule": seed, "error": str(e)})
+                if mod.backend == "cuda":
+                    return 0  # a CUDA error poisons the context: nothing after it is trustworthy
+                continue
+            protocol.send(result_fd, {"case": meta["case"], "schedule": seed},
+                          {k: v.numpy() for k, v in outs.items()})
+    if req.get("timing") and mod.backend == "cuda":
+        base = _load(req["baseline_lib"], req["baseline_exercise"], "cuda") if req.get("baseline_lib") else None
+        try:
+            times, sample = time_kernels(mod, base, req["timing"])
+            protocol.send(result_fd, {"timing": times}, sample)
+        except GraderError as e:
+            protocol.send(result_fd, {"timing_error": str(e)})
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(serve(int(sys.argv[1])))
+    except Exception:  # report, never hang the parent
+        traceback.print_exc()
+        sys.exit(4)
