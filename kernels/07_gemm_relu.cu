@@ -1,0 +1,279 @@
+// 07_gemm_relu.cu — exercise `gemm_relu`: C = relu(A . B + bias) and the ReLU bit mask, fused
+// into the epilogue of the best GEMM (05_warptile_pipelined.cu, same tiles, same pipeline).
+//
+// What changed from 05: only the epilogue. Before a thread stores its 8 x 8 results it adds
+// bias[col], applies max(., 0), and builds the mask: a thread owns 4 consecutive columns of each
+// of its two 32-column sub-tiles, so it forms a 4-bit nibble per row and sub-tile; the 8 lanes
+// that share a row (LANE_COLS = 8) OR their nibbles together with 3 __shfl_xor_sync steps, and
+// the first of them stores the 32-bit word (bits past column N are 0: out-of-range values vote 0).
+// Why faster than GEMM + a separate ReLU: the separate pass reads C and writes Y and the mask
+// again (8.125 B per element of C: 136 MB at 4096^2, ~35 us at 4 TB/s, plus a launch);
+// fused, the extra cost is N bias loads per block row and a few shuffles per thread, while the
+// 2*M*N*K FLOPs (2.7 ms at 4096^3) are unchanged — the target is <= 1.02x the plain GEMM.
+// Layout (kernel-file contract): bias has N floats added to every row; mask is M x ceil(N/32)
+// uint32, bit (j % 32) of mask[i][j / 32] set exactly when C[i][j] > 0.
+// Measured on the H200 (4096^3): see kernels/README.md.
+#include <cuda_runtime.h>
+#include <cstdint>
+
+// ------------------------------------------------------------------ cp.async helpers
+// On sm_80+ these are asynchronous copies; elsewhere (sm_75, the CPU backend) plain copies.
+// `valid == false` writes zeros and reads nothing (the zero-fill form: src-size 0).
+__device__ __forceinline__ void copy4Async(float* smemDst, const float* globalSrc, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned smemAddr = static_cast<unsigned>(__cvta_generic_to_shared(smemDst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddr), "l"(globalSrc),
+                 "r"(valid ? 4 : 0));
+#else
+    *smemDst = valid ? *globalSrc : 0.0f;
+#endif
+}
+__device__ __forceinline__ void copy16Async(float* smemDst, const float* globalSrc, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned smemAddr = static_cast<unsigned>(__cvta_generic_to_shared(smemDst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr), "l"(globalSrc),
+                 "r"(valid ? 16 : 0));
+#else
+    *reinterpret_cast<float4*>(smemDst) =
+        valid ? *reinterpret_cast<const float4*>(globalSrc) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+__device__ __forceinline__ void commitAsyncGroup() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N_PENDING>
+__device__ __forceinline__ void waitAsyncGroups() {  // at most N_PENDING groups still in flight
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING));
+#endif
+}
+
+// ------------------------------------------------------------------ the kernel
+constexpr int TM = 8, TN = 8;  // outputs per thread: 2 x 2 sub-tiles of 4 x 4
+constexpr int A_PAD = 4;       // floats of padding per row of the transposed A tile
+
+// BM x BN: C tile per block; BK: K-slice per stage; LANE_ROWS x (32 / LANE_ROWS): lane grid of a
+// warp; warp tile WM x WN = (8 * LANE_ROWS) x (8 * LANE_COLS); STAGES: tiles in shared memory.
+// VEC: N % 4 == 0 and B, C 16-byte aligned (float4 copies of B and float4 stores of C).
+template <int BM, int BN, int BK, int LANE_ROWS, int STAGES>
+struct TileConfig {
+    static constexpr int LANE_COLS = 32 / LANE_ROWS;
+    static constexpr int WM = TM * LANE_ROWS;
+    static constexpr int WN = TN * LANE_COLS;
+    static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    static constexpr int AS_STRIDE = BM + A_PAD;                 // floats per row of As[k][m]
+    static constexpr int STAGE_FLOATS = BK * AS_STRIDE + BK * BN;  // one stage: As then Bs
+    static constexpr size_t SMEM_BYTES = sizeof(float) * STAGES * STAGE_FLOATS;
+    static_assert(BM % WM == 0 && BN % WN == 0, "block tile = whole warp tiles");
+    static_assert((BM * BK) % THREADS == 0, "A tile splits evenly over the threads");
+    static_assert((BK * BN) % (4 * THREADS) == 0, "B tile splits evenly into float4 per thread");
+    static_assert(STAGES >= 2, "at least double buffering");
+};
+
+// MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__).
+template <int BM, int BN, int BK, int LANE_ROWS, int STAGES, int MIN_BLOCKS, bool VEC>
+__global__ void __launch_bounds__(TileConfig<BM, BN, BK, LANE_ROWS, STAGES>::THREADS, MIN_BLOCKS)
+gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
+                      int M, int N, int K) {
+    using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, STAGES>;
+    static_assert(Cfg::LANE_COLS == 8, "the mask epilogue needs 8 lanes x 4 columns = one 32-bit word");
+    constexpr int THREADS = Cfg::THREADS, LANE_COLS = Cfg::LANE_COLS;
+    constexpr int WM = Cfg::WM, WN = Cfg::WN, AS_STRIDE = Cfg::AS_STRIDE;
+    extern __shared__ __align__(16) float smem[];  // STAGES x { As[BK][AS_STRIDE], Bs[BK][BN] }
+
+    const int blockRow = blockIdx.y * BM;
+    const int blockCol = blockIdx.x * BN;
+    const int warpIdx = threadIdx.x / 32, laneIdx = threadIdx.x % 32;
+    const int warpRow = warpIdx / Cfg::WARPS_N, warpCol = warpIdx % Cfg::WARPS_N;
+    const int laneRow = laneIdx / LANE_COLS, laneCol = laneIdx % LANE_COLS;
+    // Offsets of this thread's first 4 rows / 4 columns inside the block tile; the second
+    // sub-tile is WM/2 rows (WN/2 columns) further.
+    const int threadRowOff = warpRow * WM + laneRow * 4;
+    const int threadColOff = warpCol * WN + laneCol * 4;
+
+    const int numTiles = (K + BK - 1) / BK;
+
+    // Issue the copies of K-tile `tileIdx` into stage `stage` (no wait).
+    auto loadTile = [&](int stage, int tileIdx) {
+        float* As = smem + stage * Cfg::STAGE_FLOATS;
+        float* Bs = As + BK * AS_STRIDE;
+        const int kBase = tileIdx * BK;
+        // A tile BM x BK: element e -> (row e / BK, k e % BK); a warp reads 32 consecutive
+        // floats of 32/BK rows (coalesced) and stores them transposed, As[k][row].
+        #pragma unroll
+        for (int loadIdx = 0; loadIdx < BM * BK / THREADS; ++loadIdx) {
+            const int elem = threadIdx.x + loadIdx * THREADS;
+            const int innerRow = elem / BK, innerK = elem % BK;
+            const int aRow = blockRow + innerRow, aCol = kBase + innerK;
+            const bool valid = aRow < M && aCol < K;
+            copy4Async(&As[innerK * AS_STRIDE + innerRow], valid ? &A[(size_t)aRow * K + aCol] : A, valid);
+        }
+        // B tile BK x BN, float4 granules: element e -> (k e / (BN/4), col 4 * (e % (BN/4))).
+        #pragma unroll
+        for (int loadIdx = 0; loadIdx < BK * BN / (4 * THREADS); ++loadIdx) {
+            const int elem = threadIdx.x + loadIdx * THREADS;
+            const int innerK = elem / (BN / 4), innerCol = 4 * (elem % (BN / 4));
+            const int bRow = kBase + innerK, bCol = blockCol + innerCol;
+            float* dst = &Bs[innerK * BN + innerCol];
+            if (VEC) {  // N % 4 == 0: a granule is all in range or all out
+                const bool valid = bRow < K && bCol < N;
+                copy16Async(dst, valid ? &B[(size_t)bRow * N + bCol] : B, valid);
+            } else {
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const bool valid = bRow < K && bCol + j < N;
+                    copy4Async(dst + j, valid ? &B[(size_t)bRow * N + bCol + j] : B, valid);
+                }
+            }
+        }
+    };
+
+    float threadResults[TM][TN];
+    #pragma unroll
+    for (int i = 0; i < TM; ++i)
+        #pragma unroll
+        for (int j = 0; j < TN; ++j) threadResults[i][j] = 0.0f;
+
+    // Prologue: start the first STAGES-1 tiles. One commit group per tile, even when empty,
+    // so that "group kt is done" always means "tile kt has landed".
+    #pragma unroll
+    for (int stage = 0; stage < STAGES - 1; ++stage) {
+        if (stage < numTiles) loadTile(stage, stage);
+        commitAsyncGroup();
+    }
+
+    for (int tileIdx = 0; tileIdx < numTiles; ++tileIdx) {
+        waitAsyncGroups<STAGES - 2>();  // this thread's copies of tile tileIdx have landed
+        __syncthreads();  // ... and everyone's; also: everyone finished computing tile tileIdx-1,
+                          // whose stage the next line refills
+        const int nextTile = tileIdx + STAGES - 1;
+        if (nextTile < numTiles) loadTile(nextTile % STAGES, nextTile);
+        commitAsyncGroup();
+
+        const float* As = smem + (tileIdx % STAGES) * Cfg::STAGE_FLOATS;
+        const float* Bs = As + BK * AS_STRIDE;
+        #pragma unroll
+        for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
+            float regM[TM], regN[TN];
+            *reinterpret_cast<float4*>(&regM[0]) = *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff]);
+            *reinterpret_cast<float4*>(&regM[4]) = *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff + WM / 2]);
+            *reinterpret_cast<float4*>(&regN[0]) = *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff]);
+            *reinterpret_cast<float4*>(&regN[4]) = *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff + WN / 2]);
+            #pragma unroll
+            for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
+                #pragma unroll
+                for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
+                    threadResults[resIdxM][resIdxN] += regM[resIdxM] * regN[resIdxN];
+        }
+    }
+    waitAsyncGroups<0>();  // no copy may still be writing shared memory when the block exits
+
+    // Epilogue: bias + ReLU + mask, registers -> C. Sub-tile (subM, subN) holds rows
+    // threadRowOff + subM*WM/2 + 0..3 and columns threadColOff + subN*WN/2 + 0..3 of the block
+    // tile; WN/2 = 32, so the 8 lanes of one laneRow cover exactly one mask word per row.
+    float biasVals[2][4];
+    #pragma unroll
+    for (int subN = 0; subN < 2; ++subN)
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int cCol = blockCol + threadColOff + subN * (WN / 2) + j;
+            biasVals[subN][j] = cCol < N ? bias[cCol] : 0.0f;
+        }
+    const int W = (N + 31) / 32;  // mask words per row
+    #pragma unroll
+    for (int subM = 0; subM < 2; ++subM)
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int cRow = blockRow + threadRowOff + subM * (WM / 2) + i;
+            const bool rowOk = cRow < M;
+            float* cPtr = C + (size_t)cRow * N;
+            #pragma unroll
+            for (int subN = 0; subN < 2; ++subN) {
+                const int cCol = blockCol + threadColOff + subN * (WN / 2);
+                float res[4];
+                uint32_t nibble = 0;
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float v = threadResults[subM * 4 + i][subN * 4 + j] + biasVals[subN][j];
+                    res[j] = v > 0.0f ? v : 0.0f;
+                    nibble |= (res[j] > 0.0f && cCol + j < N) ? (1u << j) : 0u;
+                }
+                if (rowOk) {
+                    if (VEC) {
+                        if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
+                    } else {
+                        #pragma unroll
+                        for (int j = 0; j < 4; ++j)
+                            if (cCol + j < N) cPtr[cCol + j] = res[j];
+                    }
+                }
+                // OR the nibbles of the 8 lanes of this laneRow (lanes laneRow*8 .. +7): every lane
+                // takes part (no lane returned early), so the full-warp shuffle mask is right.
+                uint32_t word = nibble << (4 * laneCol);
+                word |= __shfl_xor_sync(0xffffffffu, word, 1);
+                word |= __shfl_xor_sync(0xffffffffu, word, 2);
+                word |= __shfl_xor_sync(0xffffffffu, word, 4);
+                const int wordCol = (blockCol + warpCol * WN + subN * (WN / 2)) / 32;
+                if (laneCol == 0 && rowOk && wordCol < W) mask[(size_t)cRow * W + wordCol] = word;
+            }
+        }
+}
+
+// ------------------------------------------------------------------ launcher
+template <int BM, int BN, int BK, int LANE_ROWS, int STAGES, int MIN_BLOCKS, bool VEC>
+static void launchConfig(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
+                         int M, int N, int K, cudaStream_t stream) {
+    using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, STAGES>;
+    auto kernel = gemm_bias_relu_kernel<BM, BN, BK, LANE_ROWS, STAGES, MIN_BLOCKS, VEC>;
+    static bool attributeSet = false;  // raise the dynamic shared-memory limit once per instantiation
+    if (!attributeSet) {
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cfg::SMEM_BYTES);
+        attributeSet = true;
+    }
+    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
+    kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(A, B, bias, C, mask, M, N, K);
+}
+
+// The large configuration; -D overrides exist for the tuning sweep (benchmarks/gpu_tune.sh).
+#ifndef BIG_BM
+#define BIG_BM 128
+#endif
+#ifndef BIG_BN
+#define BIG_BN 128
+#endif
+#ifndef BIG_BK
+#define BIG_BK 8
+#endif
+#ifndef BIG_LANE_ROWS
+#define BIG_LANE_ROWS 4
+#endif
+#ifndef BIG_STAGES
+#define BIG_STAGES 3
+#endif
+#ifndef BIG_MIN_BLOCKS
+#define BIG_MIN_BLOCKS 2
+#endif
+#ifndef SMALL_TILE_THRESHOLD
+#define SMALL_TILE_THRESHOLD 132  // fewer big tiles than SMs: use the small tiles
+#endif
+
+template <bool VEC>
+static void launchAuto(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
+                       int M, int N, int K, cudaStream_t stream) {
+    const long bigTiles = (long)((M + BIG_BM - 1) / BIG_BM) * ((N + BIG_BN - 1) / BIG_BN);
+    if (bigTiles >= SMALL_TILE_THRESHOLD)
+        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_STAGES, BIG_MIN_BLOCKS, VEC>(A, B, bias, C, mask, M, N, K, stream);
+    else  // 64 x 64 block tile: 2 x 1 warps of 32 x 64, 64 threads
+        launchConfig<64, 64, 8, 4, 3, 4, VEC>(A, B, bias, C, mask, M, N, K, stream);
+}
+
+extern "C" void gemm_relu(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
+                          int M, int N, int K, cudaStream_t stream) {
+    const bool vec = (N % 4 == 0) &&
+                     ((reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C)) % 16 == 0);
+    if (vec) launchAuto<true>(A, B, bias, C, mask, M, N, K, stream);
+    else     launchAuto<false>(A, B, bias, C, mask, M, N, K, stream);
+}
