@@ -1,0 +1,18 @@
+#!/bin/bash
+# One device call: tune 05, run the full bench, count bank conflicts with ncu.
+# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu]...
+set -o pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$PYTHONPATH GRADER_CACHE=/tmp/gcache
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+steps=${@:-tune bench ncu}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv > $OUT/smi.txt 2>&1
+(nvidia-smi dmon -s pc -d 2 > $OUT/dmon.txt 2>&1 &)
+for s in $steps; do
+  case $s in
+    tune)  timeout 240 python3 benchmarks/gpu_tune.py 2048 4096 2>&1 | tee $OUT/tune.log ;;
+    bench) timeout 300 python3 -m grader bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
+    ncu)   timeout 120 ncu --clock-control none --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,gpu__time_duration.sum \
+             python3 benchmarks/gpu_ncu_conflicts.py > $OUT/ncu.log 2>&1; grep -E "gemm_kernel|bank_conflicts|wavefronts|duration" $OUT/ncu.log | head -40 ;;
+  esac
+done
+cat $OUT/smi.txt

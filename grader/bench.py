@@ -1,0 +1,378 @@
+"""`python -m grader bench`: time every reference kernel in kernels/ against its baseline.
+
+    python -m grader bench                       # table: 1024^3, 2048^3, 4096^3, 2000x3000x1500
+    python -m grader bench --json                # the same rows as a JSON list
+    python -m grader bench --sizes 4096 --shapes 1000x3000x511 --plot ladder.png
+
+Every kernel file is built and loaded with `grader.binding.load` (the project's nvcc build
+and cache) and timed with `grader.timing.time_gpu` (CUDA events, L2 flush, median), round-robin
+against its baseline in the same process:
+  - GEMM rungs: cuBLAS FP32 (torch.matmul with TF32 off);
+  - ReLU pair (06): torch.relu + aten.threshold_backward, and a device copy (bandwidth ceiling);
+  - fused GEMM + bias + ReLU (07): the same GEMM without epilogue (05) and 05 + 06's forward.
+Before timing, each kernel's output is poisoned with NaN, the kernel runs once on fresh
+zero-mean random inputs, and the result is compared against float64 (normwise relative error
+< 1e-4, no NaN); masks must match the kernel's own output bit for bit. Small odd shapes
+(1x1x1, 17x33x65, 127x253x61, 1000x1000x1000) are checked too.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+REL_TOL = 1e-4
+CHECK_SHAPES = [(1, 1, 1), (17, 33, 65), (127, 253, 61), (1000, 1000, 1000)]
+
+# (name in the table, file, exercise) — the GEMM ladder in teaching order.
+GEMM_LADDER = [
+    ("naive_uncoalesced", "01a_naive_uncoalesced.cu", "naive"),
+    ("naive", "01_naive.cu", "naive"),
+    ("tiled", "02_tiled.cu", "tiled"),
+    ("bank_conflicts", "03_bank_conflicts.cu", "conflict_free"),
+    ("conflict_free", "03_conflict_free.cu", "conflict_free"),
+    ("register_1d", "04a_register_1d.cu", "register_blocked"),
+    ("register_blocked", "04_register_blocked.cu", "register_blocked"),
+    ("warptile_pipelined", "05_warptile_pipelined.cu", "register_blocked"),
+]
+RELU_FILE = "06_relu_mask.cu"
+FUSED_FILE = "07_gemm_relu.cu"
+BEST_GEMM_FILE = "05_warptile_pipelined.cu"
+
+
+# ---------------------------------------------------------------------------- helpers
+def _torch():
+    import torch
+    return torch
+
+
+def pack_mask(pos):
+    """Bool tensor M x N -> int32 M x ceil(N/32) in the contract's layout (bit j%32 of word j/32)."""
+    torch = _torch()
+    m, n = pos.shape
+    w = (n + 31) // 32
+    padded = torch.zeros(m, w * 32, dtype=torch.int64, device=pos.device)
+    padded[:, :n] = pos.to(torch.int64)
+    weights = (torch.ones(32, dtype=torch.int64, device=pos.device) << torch.arange(32, device=pos.device))
+    words = (padded.view(m, w, 32) * weights).sum(-1)
+    words = torch.where(words >= 2**31, words - 2**32, words)
+    return words.to(torch.int32)
+
+
+def rel_err(out, ref) -> float:
+    torch = _torch()
+    if torch.isnan(out).any():
+        return float("nan")
+    ref = ref.double()
+    denom = ref.norm().item() or 1.0
+    return (out.double() - ref).norm().item() / denom
+
+
+def _gemm_inputs(m, n, k, seed=0):
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    A = torch.randn(m, k, device="cuda", generator=g)
+    B = torch.randn(k, n, device="cuda", generator=g)
+    return A, B
+
+
+def check_gemm(mod, m, n, k, seed) -> float:
+    """Poisoned output, fresh inputs, float64 reference; returns the relative error (nan = fail)."""
+    torch = _torch()
+    A, B = _gemm_inputs(m, n, k, seed)
+    C = torch.full((m, n), float("nan"), device="cuda")
+    mod.launch.gemm(A, B, C)
+    mod.check_error("gemm", synchronize=True)
+    return rel_err(C, A.double() @ B.double())
+
+
+def check_gemm_relu(mod, m, n, k, seed) -> float:
+    torch = _torch()
+    A, B = _gemm_inputs(m, n, k, seed)
+    bias = torch.randn(n, device="cuda")
+    C = torch.full((m, n), float("nan"), device="cuda")
+    mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32, device="cuda")
+    mod.launch.gemm_relu(A, B, bias, C, mask)
+    mod.check_error("gemm_relu", synchronize=True)
+    err = rel_err(C, torch.relu(A.double() @ B.double() + bias.double()))
+    if not torch.equal(mask, pack_mask(C > 0)):
+        return float("nan")
+    return err
+
+
+def check_relu(mod, m, n, seed) -> float:
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    X = torch.randn(m, n, device="cuda", generator=g)
+    dY = torch.randn(m, n, device="cuda", generator=g)
+    Y = torch.full_like(X, float("nan"))
+    dX = torch.full_like(X, float("nan"))
+    mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32, device="cuda")
+    mod.launch.relu_forward(X, Y, mask)
+    mod.launch.relu_backward(mask, dY, dX)
+    mod.check_error("relu", synchronize=True)
+    if not torch.equal(Y, torch.relu(X)) or not torch.equal(mask, pack_mask(X > 0)):
+        return float("nan")
+    if not torch.equal(dX, torch.where(X > 0, dY, torch.zeros_like(dY))):
+        return float("nan")
+    return 0.0
+
+
+def _ok(err: float) -> bool:
+    return err == err and err < REL_TOL
+
+
+def _shape_str(s) -> str:
+    return "x".join(str(d) for d in s)
+
+
+def load_kernel(file: str, exercise: str, extra_flags=()):
+    from . import binding
+    return binding.load(KERNELS_DIR / file, exercise, backend="cuda", extra_flags=tuple(extra_flags))
+
+
+# ---------------------------------------------------------------------------- benches
+def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print) -> list[dict]:
+    torch = _torch()
+    from .timing import time_gpu, tflops
+    torch.backends.cuda.matmul.allow_tf32 = False
+    mods = {name: load_kernel(file, ex, extra_flags) for name, file, ex in ladder}
+    correct = {}
+    for name, mod in mods.items():
+        errs = [check_gemm(mod, *s, seed=seed + i) for i, s in enumerate(CHECK_SHAPES)]
+        correct[name] = all(_ok(e) for e in errs)
+        if not correct[name]:
+            log(f"# {name}: WRONG at small shapes, errors {errs}")
+    rows = []
+    for (m, n, k) in shapes:
+        A, B = _gemm_inputs(m, n, k, seed)
+        ref = A.double() @ B.double()
+        outs, fns, errs = {}, {}, {}
+        for name, mod in mods.items():
+            C = torch.full((m, n), float("nan"), device="cuda")
+            mod.launch.gemm(A, B, C)
+            mod.check_error(name, synchronize=True)
+            errs[name] = rel_err(C, ref)
+            outs[name] = C
+            fns[name] = (lambda mod=mod, C=C: mod.launch.gemm(A, B, C))
+        Cb = torch.empty(m, n, device="cuda")
+        fns["cublas"] = lambda: torch.matmul(A, B, out=Cb)
+        errs["cublas"] = rel_err(torch.matmul(A, B), ref)
+        del ref
+        t = time_gpu(fns, max_seconds=8.0)
+        base = t["cublas"].median_ms
+        prev = None
+        for name in ["cublas", *mods]:
+            ms = t[name].median_ms
+            rows.append({
+                "kind": "gemm", "kernel": name,
+                "file": next((f for n_, f, _ in ladder if n_ == name), None),
+                "shape": _shape_str((m, n, k)), "ms": ms, "tflops": tflops(m, n, k, ms),
+                "pct_of_baseline": 100.0 * base / ms, "baseline": "cublas_fp32",
+                "speedup_prev": (prev / ms) if prev else None,
+                "rel_err": errs[name], "spread": t[name].spread,
+                "correct": _ok(errs[name]) and correct.get(name, True),
+            })
+            if name != "cublas":
+                prev = ms
+        del outs
+    return rows
+
+
+def bench_relu(elems_m=8192, elems_n=8192, seed=3) -> list[dict]:
+    torch = _torch()
+    from .timing import time_gpu
+    mod = load_kernel(RELU_FILE, "relu_mask")
+    ok = all(check_relu(mod, m, n, seed + i) == 0.0 for i, (m, n) in
+             enumerate([(1, 1), (17, 33), (127, 253), (1000, 1000), (3, 4096)]))
+    m, n = elems_m, elems_n
+    ok = ok and check_relu(mod, m, n, seed) == 0.0
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    X = torch.randn(m, n, device="cuda", generator=g)
+    dY = torch.randn(m, n, device="cuda", generator=g)
+    Y, dX, Yt = torch.empty_like(X), torch.empty_like(X), torch.empty_like(X)
+    mask = torch.empty((m, (n + 31) // 32), dtype=torch.int32, device="cuda")
+    copy_dst = torch.empty_like(X)
+    fns = {
+        "ours_forward": lambda: mod.launch.relu_forward(X, Y, mask),
+        "ours_backward": lambda: mod.launch.relu_backward(mask, dY, dX),
+        "ours_pair": lambda: (mod.launch.relu_forward(X, Y, mask), mod.launch.relu_backward(mask, dY, dX)),
+        "torch_relu": lambda: torch.relu(X),
+        "torch_threshold_backward": lambda: torch.ops.aten.threshold_backward(dY, Yt, 0.0),
+        "torch_pair": lambda: (torch.relu(X), torch.ops.aten.threshold_backward(dY, Yt, 0.0)),
+        "device_copy": lambda: copy_dst.copy_(X),
+    }
+    Yt.copy_(torch.relu(X))  # the saved activation threshold_backward reads
+    t = time_gpu(fns, max_seconds=8.0)
+    e = m * n
+    bytes_ = {"ours_forward": 8.125 * e, "ours_backward": 8.125 * e, "ours_pair": 16.25 * e,
+              "torch_relu": 8 * e, "torch_threshold_backward": 12 * e, "torch_pair": 20 * e,
+              "device_copy": 8 * e}
+    copy_gbs = bytes_["device_copy"] / (t["device_copy"].median_ms * 1e-3) / 1e9
+    rows = []
+    for name in fns:
+        ms = t[name].median_ms
+        gbs = bytes_[name] / (ms * 1e-3) / 1e9
+        base = {"ours_forward": "torch_relu", "ours_backward": "torch_threshold_backward",
+                "ours_pair": "torch_pair"}.get(name)
+        rows.append({"kind": "relu", "kernel": name, "file": RELU_FILE if name.startswith("ours") else None,
+                     "shape": _shape_str((m, n)), "ms": ms, "gbs": gbs,
+                     "pct_of_copy_bw": 100.0 * gbs / copy_gbs,
+                     "speedup_vs_torch": (t[base].median_ms / ms) if base else None,
+                     "spread": t[name].spread, "correct": ok if name.startswith("ours") else True})
+    return rows
+
+
+def bench_fused(shapes, extra_flags=(), seed=5) -> list[dict]:
+    torch = _torch()
+    from .timing import time_gpu, tflops
+    fused = load_kernel(FUSED_FILE, "gemm_relu", extra_flags)
+    plain = load_kernel(BEST_GEMM_FILE, "register_blocked", extra_flags)
+    relu = load_kernel(RELU_FILE, "relu_mask")
+    ok_small = all(_ok(check_gemm_relu(fused, *s, seed=seed + i)) for i, s in enumerate(CHECK_SHAPES))
+    rows = []
+    for (m, n, k) in shapes:
+        err = check_gemm_relu(fused, m, n, k, seed)
+        A, B = _gemm_inputs(m, n, k, seed)
+        bias = torch.randn(n, device="cuda")
+        C, C2, Y = (torch.empty(m, n, device="cuda") for _ in range(3))
+        mask = torch.empty((m, (n + 31) // 32), dtype=torch.int32, device="cuda")
+        fns = {
+            "fused_gemm_relu": lambda: fused.launch.gemm_relu(A, B, bias, C, mask),
+            "gemm_only": lambda: plain.launch.gemm(A, B, C2),
+            "gemm_then_relu": lambda: (plain.launch.gemm(A, B, C2), relu.launch.relu_forward(C2, Y, mask)),
+        }
+        t = time_gpu(fns, max_seconds=8.0)
+        for name in fns:
+            ms = t[name].median_ms
+            rows.append({"kind": "fused", "kernel": name,
+                         "file": {"fused_gemm_relu": FUSED_FILE}.get(name),
+                         "shape": _shape_str((m, n, k)), "ms": ms, "tflops": tflops(m, n, k, ms),
+                         "ratio_to_gemm_only": ms / t["gemm_only"].median_ms,
+                         "spread": t[name].spread,
+                         "correct": (ok_small and _ok(err)) if name == "fused_gemm_relu" else True})
+    return rows
+
+
+# ---------------------------------------------------------------------------- output
+def gpu_info() -> dict:
+    torch = _torch()
+    info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "date": datetime.date.today().isoformat()}
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+        info["nvidia_smi_clocks_sm_max_mem_power_temp"] = q
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return info
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = []
+    gemm = [r for r in rows if r["kind"] == "gemm"]
+    if gemm:
+        lines.append(f"{'GEMM kernel':<20} {'shape':<16} {'ms':>9} {'TFLOP/s':>8} {'%cuBLAS':>8} {'x prev':>7} {'relerr':>8} ok")
+        for r in gemm:
+            sp = f"{r['speedup_prev']:.2f}" if r["speedup_prev"] else "-"
+            lines.append(f"{r['kernel']:<20} {r['shape']:<16} {r['ms']:9.3f} {r['tflops']:8.2f} "
+                         f"{r['pct_of_baseline']:7.1f}% {sp:>7} {r['rel_err']:8.1e} {'yes' if r['correct'] else 'NO'}")
+    relu = [r for r in rows if r["kind"] == "relu"]
+    if relu:
+        lines.append(f"\n{'ReLU':<26} {'shape':<11} {'ms':>8} {'GB/s':>7} {'%copy':>6} {'x torch':>8} ok")
+        for r in relu:
+            sv = f"{r['speedup_vs_torch']:.3f}" if r["speedup_vs_torch"] else "-"
+            lines.append(f"{r['kernel']:<26} {r['shape']:<11} {r['ms']:8.4f} {r['gbs']:7.0f} "
+                         f"{r['pct_of_copy_bw']:5.1f}% {sv:>8} {'yes' if r['correct'] else 'NO'}")
+    fused = [r for r in rows if r["kind"] == "fused"]
+    if fused:
+        lines.append(f"\n{'fused':<18} {'shape':<16} {'ms':>8} {'TFLOP/s':>8} {'/gemm':>7} ok")
+        for r in fused:
+            lines.append(f"{r['kernel']:<18} {r['shape']:<16} {r['ms']:8.3f} {r['tflops']:8.2f} "
+                         f"{r['ratio_to_gemm_only']:7.3f} {'yes' if r['correct'] else 'NO'}")
+    return "\n".join(lines)
+
+
+def plot_ladder(rows: list[dict], path: str) -> None:
+    """Bar chart of the GEMM ladder (TFLOP/s per rung at each square size, cuBLAS as a line)."""
+    try:
+        from . import plots  # the project's plotting module, when it has the ladder chart
+        if hasattr(plots, "ladder_chart"):
+            plots.ladder_chart(rows, path)
+            return
+    except ImportError:
+        pass
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    gemm = [r for r in rows if r["kind"] == "gemm"]
+    shapes = list(dict.fromkeys(r["shape"] for r in gemm))
+    kernels = [k for k in dict.fromkeys(r["kernel"] for r in gemm) if k != "cublas"]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / max(1, len(shapes))
+    for si, shape in enumerate(shapes):
+        vals = [next((r["tflops"] for r in gemm if r["shape"] == shape and r["kernel"] == k), 0) for k in kernels]
+        bars = ax.bar([i + si * width for i in range(len(kernels))], vals, width, label=shape)
+        cub = next(r["tflops"] for r in gemm if r["shape"] == shape and r["kernel"] == "cublas")
+        ax.axhline(cub, ls="--", lw=0.8, color=bars.patches[0].get_facecolor())
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(kernels))], kernels, rotation=25, ha="right")
+    ax.set_ylabel("TFLOP/s (FP32)")
+    ax.set_title("GEMM ladder vs cuBLAS FP32 (dashed), " + _torch().cuda.get_device_name(0))
+    ax.legend(title="M x N x K")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def _parse_shape(s: str) -> tuple[int, int, int]:
+    parts = [int(x) for x in s.lower().split("x")]
+    if len(parts) != 3 or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"shape {s!r}: use MxNxK")
+    return tuple(parts)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m grader bench", description=__doc__.split("\n")[0])
+    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    p.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048, 4096], help="square GEMM sizes")
+    p.add_argument("--shapes", type=_parse_shape, nargs="*", default=[(2000, 3000, 1500)],
+                   help="extra MxNxK GEMM shapes (non-square, not tile multiples)")
+    p.add_argument("--relu-shape", type=int, nargs=2, default=[8192, 8192], metavar=("M", "N"))
+    p.add_argument("--fused-size", type=int, default=4096)
+    p.add_argument("--only", nargs="*", choices=["gemm", "relu", "fused"], default=["gemm", "relu", "fused"])
+    p.add_argument("--plot", metavar="FILE.png")
+    p.add_argument("--save", metavar="FILE.json", help="also write {info, rows} to this file")
+    args = p.parse_args(argv)
+
+    torch = _torch()
+    if not torch.cuda.is_available():
+        print("bench needs a CUDA GPU (torch sees none).", file=sys.stderr)
+        return 2
+    from .errors import CannotGrade
+    try:
+        shapes = [(s, s, s) for s in args.sizes] + list(args.shapes)
+        rows: list[dict] = []
+        if "gemm" in args.only:
+            rows += bench_gemm(shapes, log=lambda m: print(m, file=sys.stderr))
+        if "relu" in args.only:
+            rows += bench_relu(*args.relu_shape)
+        if "fused" in args.only:
+            f = args.fused_size
+            rows += bench_fused([(f, f, f)])
+    except CannotGrade as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+    info = gpu_info()
+    if args.save:
+        Path(args.save).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+    if args.plot and any(r["kind"] == "gemm" for r in rows):
+        plot_ladder(rows, args.plot)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"# {info.get('gpu')}  torch {info.get('torch')}  CUDA {info.get('cuda')}  {info['date']}")
+        print(format_table(rows))
+    return 0 if all(r["correct"] for r in rows) else 1
