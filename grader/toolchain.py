@@ -167,12 +167,12 @@ def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filen
                            "(set GRADER_COMPILE_TIMEOUT to allow longer).")
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        raise CompileError(diagnostics(log, filename, work), log)
+        raise CompileError(diagnostics(log, filename, work, exercise), log)
     (work / "build.log").write_text(log)
     return log
 
 
-def diagnostics(log: str, filename: str, work: Path | None = None) -> str:
+def diagnostics(log: str, filename: str, work: Path | None = None, exercise: str | None = None) -> str:
     """The part of a compiler log a learner needs: errors at their own lines.
 
     Drops temp-dir paths, the notes that point into our prelude, and anything past
@@ -189,7 +189,11 @@ def diagnostics(log: str, filename: str, work: Path | None = None) -> str:
         lines.append(line)
     if len(lines) > MAX_MESSAGE_LINES:
         lines = lines[:MAX_MESSAGE_LINES] + [f"... ({len(lines) - MAX_MESSAGE_LINES} more lines)"]
-    return "\n".join(lines) or "the compiler failed without a message"
+    text = "\n".join(lines) or "the compiler failed without a message"
+    if exercise and re.search(r'"C" linkage|conflicting declaration of C function', text):
+        sigs = "\n".join(f'    extern "C" {l.signature}' for l in contract.LAUNCHERS[exercise])
+        text += f"\nThe launcher's parameters must be exactly those of the contract:\n{sigs}"
+    return text
 
 
 # ---------------------------------------------------------------------------- ptxas
@@ -226,7 +230,7 @@ def resource_usage(source: str, *, exercise: str | None = None, arch: str | None
                                str(Path(tmp, "k.o")), str(src)],
                               capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
         if proc.returncode != 0:
-            raise CompileError(diagnostics(proc.stdout + proc.stderr, filename, Path(tmp)),
+            raise CompileError(diagnostics(proc.stdout + proc.stderr, filename, Path(tmp), exercise),
                                proc.stdout + proc.stderr)
     return parse_ptxas(proc.stderr + proc.stdout)
 

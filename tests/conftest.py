@@ -1,0 +1,43 @@
+import os
+import shutil
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNELS = os.path.join(ROOT, "kernels")
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_collection_modifyitems(config, items):
+    from grader.toolchain import find_nvcc
+
+    no_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (run these on the GPU machine)")
+    no_nvcc = pytest.mark.skip(reason="needs nvcc")
+    for item in items:
+        if "gpu" in item.keywords and not HAS_GPU:
+            item.add_marker(no_gpu)
+        if "nvcc" in item.keywords and not find_nvcc():
+            item.add_marker(no_nvcc)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Builds go to a cache of the test session's own (the user's cache stays untouched)."""
+    if not os.environ.get("GRADER_TEST_KEEP_CACHE"):
+        os.environ["GRADER_CACHE"] = str(tmp_path_factory.mktemp("grader-cache"))
+    yield
+
+
+@pytest.fixture
+def backend():
+    return "cuda" if HAS_GPU else "cpu"

@@ -1,0 +1,59 @@
+"""The nvcc side of the toolchain, compile-only (no GPU needed)."""
+import pytest
+
+from grader import CompileError, toolchain
+
+GOOD = '''#include <cuda_runtime.h>
+__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) { float s = 0; for (int i = 0; i < K; ++i) s += A[row * K + i] * B[i * N + col]; C[row * N + col] = s; }
+}
+extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+    dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
+    k<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+}
+'''
+
+
+@pytest.mark.nvcc
+def test_resource_usage_reports_registers_without_a_gpu():
+    usage = toolchain.resource_usage(GOOD, exercise="naive", arch="sm_80")
+    assert len(usage) == 1 and usage[0].registers > 0 and usage[0].spill_stores == 0
+    assert "registers" in str(usage[0])
+
+
+@pytest.mark.nvcc
+def test_compile_error_points_at_the_learners_own_line():
+    src = GOOD.replace("float s = 0;", "float s = 0; undefined_name += 1;")
+    with pytest.raises(CompileError) as e:
+        toolchain.resource_usage(src, exercise="naive", arch="sm_80", filename="mine.cu")
+    msg = str(e.value)
+    assert "mine.cu(4)" in msg and "undefined_name" in msg
+    assert "/tmp" not in msg
+
+
+@pytest.mark.nvcc
+def test_launcher_with_the_wrong_signature_is_a_compile_error():
+    src = GOOD.replace("int M, int N, int K, cudaStream_t stream)", "int M, int N, int K)")
+    with pytest.raises(CompileError) as e:
+        toolchain.resource_usage(src, exercise="naive", arch="sm_80", filename="mine.cu")
+    assert "mine.cu(6)" in str(e.value) and "must be exactly" in str(e.value)
+
+
+def test_parse_ptxas_reads_spills_and_shared_memory():
+    log = """ptxas info    : Compiling entry function '_Z1kPKfS0_Pfiii' for 'sm_90'
+ptxas info    : Function properties for _Z1kPKfS0_Pfiii
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 8192 bytes smem, 380 bytes cmem[0]
+"""
+    (k,) = toolchain.parse_ptxas(log)
+    assert (k.registers, k.shared_bytes, k.spill_stores, k.spill_loads, k.stack_bytes) == (40, 8192, 8, 4, 16)
+    assert "SPILLS" in str(k)
+
+
+def test_build_without_gpu_for_cuda_backend_says_how_to_fix(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(Exception) as e:
+        toolchain.build(GOOD, backend="cuda", exercise="naive")
+    assert "--backend cpu" in str(e.value) or "nvcc" in str(e.value)
