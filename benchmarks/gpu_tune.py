@@ -53,7 +53,6 @@ def main():
                                             for n in SIZES), flush=True)
     best = max((r for r in results if r["correct"]), key=lambda r: r[SIZES[-1]]["tflops"], default=None)
     print("BEST", best and best["config"], best and best[SIZES[-1]])
-    json.dump(results, open(sys.stdout.fileno() if False else "/dev/null", "w"))
     return results
 
 
