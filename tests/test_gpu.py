@@ -15,7 +15,7 @@ import torch
 import grader
 from grader import grade
 
-from .conftest import KERNELS, ROOT
+from conftest import KERNELS, ROOT
 
 pytestmark = pytest.mark.gpu
 NAIVE = os.path.join(KERNELS, "01_naive.cu")
