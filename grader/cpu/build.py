@@ -1,0 +1,142 @@
+"""Build a kernel file into a shared library that runs on the CPU (g++, no torch headers).
+
+The learner's file is rewritten (rewrite.py), put after cuda_emu.h and the contract's
+declarations with `#line 1 "<filename>"`, and compiled with GCC's ThreadSanitizer
+instrumentation (hooks in checks.cpp: the shared-memory race detector) and bounds /
+alignment checks. The runtime compiles in parallel; then both are linked.
+A sanitize build uses AddressSanitizer instead (and the ucontext fiber switch, since the
+assembly switch trips ASan); load it in a process started with `sanitizer_env()`.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from grader.errors import CompileError
+
+from .rewrite import UnsupportedConstruct, rewrite
+
+HERE = Path(__file__).resolve().parent
+GXX = os.environ.get("CXX", "g++")
+_COMMON = ["-std=c++20", "-O2", "-fPIC", "-fno-strict-aliasing", "-g1", "-Wno-unknown-pragmas",
+           "-fdiagnostics-plain-output", "-fmax-errors=10", f"-I{HERE}"]
+_CHECKS = ["-fsanitize=bounds,alignment", "-fno-sanitize-recover=bounds,alignment"]
+_RACE = ["-fsanitize=thread", "-fno-threadsafe-statics", "--param=tsan-instrument-func-entry-exit=0"]
+_ASAN = ["-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer", "-g"]
+_MAX_LINES = 40
+
+
+def _asm_switch() -> bool:
+    return platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_id() -> str:
+    """Changes when g++ or any file of this backend changes (a build-cache key)."""
+    h = hashlib.sha256()
+    try:
+        h.update(subprocess.run([GXX, "--version"], capture_output=True, text=True).stdout.encode())
+    except OSError:
+        h.update(b"no g++")
+    for f in sorted(HERE.iterdir()):
+        if f.suffix in (".h", ".cpp", ".S", ".py"):
+            h.update(f.name.encode() + f.read_bytes())
+    return f"cpu-gcc-{h.hexdigest()[:16]}"
+
+
+def sanitizer_env() -> dict[str, str]:
+    """Environment variables a process needs to load a `sanitize=True` library."""
+    lib = subprocess.run([GXX, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    return {"LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=0:abort_on_error=0"}
+
+
+def _translation_unit(source: str, filename: str, prelude: str) -> str:
+    try:
+        body = rewrite(source).text
+    except UnsupportedConstruct as e:
+        raise CompileError(f"{filename}:{e.line}: error: {e.message}") from None
+    name = filename.replace("\\", "/").replace('"', "")
+    return (f'#include "cuda_emu.h"\n'
+            f'namespace cuda_emu {{ extern const char* const source_name = "{name}"; }}\n'
+            f'#line 1 "<contract declarations>"\n{prelude}\n'
+            f'#line 1 "{name}"\n{body}')
+
+
+def _trim(log: str, tmp: Path) -> str:
+    """The diagnostics a learner needs: errors with file:line:col and their source excerpt."""
+    log = log.replace(str(tmp) + "/", "").replace(str(HERE) + "/", "")
+    keep, in_error = [], False
+    for line in log.splitlines():
+        if re.match(r"^\S[^:]*:\d+:\d+: (fatal )?error: ", line) or re.match(r"^\S.*: (fatal )?error: ", line):
+            in_error = True
+            keep.append(line)
+        elif re.match(r"^\S[^:]*:(\d+:\d+:)? (note|warning): ", line) or re.match(r"^(In file included|\S.*: In )", line) \
+                or line.startswith("compilation terminated") or line.startswith("collect2"):
+            in_error = False
+        elif in_error and line.startswith(" "):
+            keep.append(line)
+        elif "undefined reference to" in line:
+            sym = re.search(r"undefined reference to [`']([^']+)'", line)
+            what = sym.group(1) if sym else line.strip()
+            if what.startswith("__tsan_atomic"):
+                what += " (std::atomic and __atomic builtins are not supported; use atomicAdd and friends)"
+            keep.append(f"error: undefined reference to {what}")
+    keep = list(dict.fromkeys(k for k in keep if k.strip() not in ("|",)))  # runtime TUs repeat header errors
+    if not keep:
+        keep = log.strip().splitlines()[-_MAX_LINES:]
+    if len(keep) > _MAX_LINES:
+        keep = keep[:_MAX_LINES] + [f"... ({len(keep) - _MAX_LINES} more lines)"]
+    return "\n".join(keep)
+
+
+def _run(cmds: list[list[str]], cwd: Path) -> list[tuple[int, str]]:
+    procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in cmds]
+    return [(p.wait(), p.communicate()[0]) for p in procs]
+
+
+def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu", prelude: str = "",
+                    sanitize: bool = False, workdir: Path | None = None) -> str:
+    """Compile a kernel file into a CPU shared library at out_path; returns the compiler log.
+
+    Raises CompileError (message: trimmed diagnostics at the learner's lines; log: everything).
+    """
+    out_path = Path(out_path)
+    tmp_ctx = tempfile.TemporaryDirectory(prefix="cuda_emu_") if workdir is None else None
+    tmp = Path(tmp_ctx.name if tmp_ctx else workdir)
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        (tmp / "kernel_emu.cpp").write_text(_translation_unit(source, filename, prelude))
+        kernel_flags = _COMMON + _CHECKS + (_ASAN if sanitize else _RACE)
+        rt_flags = _COMMON + (["-DCUDA_EMU_UCONTEXT", "-DCUDA_EMU_ASAN"] if sanitize else [])
+        objs = ["kernel_emu.o", "runtime.o", "checks.o"]
+        cmds = [[GXX, *kernel_flags, "-c", "kernel_emu.cpp", "-o", objs[0]],
+                [GXX, *rt_flags, "-c", str(HERE / "runtime.cpp"), "-o", objs[1]],
+                [GXX, *rt_flags, "-c", str(HERE / "checks.cpp"), "-o", objs[2]]]
+        if _asm_switch() and not sanitize:
+            cmds.append([GXX, "-c", str(HERE / "switch_x86_64.S"), "-o", "switch.o"])
+            objs.append("switch.o")
+        results = _run(cmds, tmp)
+        log = "".join(out for _, out in results)
+        if any(rc for rc, _ in results):
+            raise CompileError(_trim(log, tmp), log)
+        tmp_out = tmp / "kernel.so"
+        link = [GXX, "-shared", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
+        rc, out = _run([link], tmp)[0]
+        log += out
+        if rc:
+            raise CompileError(_trim(log, tmp), log)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        staged = out_path.with_name(out_path.name + f".{os.getpid()}.tmp")
+        shutil.copyfile(tmp_out, staged)
+        os.replace(staged, out_path)  # atomic: a reader never sees half a library
+        return log
+    finally:
+        if tmp_ctx:
+            tmp_ctx.cleanup()

@@ -1,0 +1,272 @@
+// Checks that turn silent GPU bugs into messages:
+//  - shared-memory race detector: the kernel file is compiled with GCC's ThreadSanitizer
+//    instrumentation, and these __tsan_* hooks (instead of libtsan) look at accesses to
+//    __shared__ arrays: a word another thread wrote or read since the last barrier is a race;
+//  - UBSan handlers (-fsanitize=bounds,alignment, no libubsan needed): array index out of
+//    bounds, misaligned vector loads;
+//  - the AddressSanitizer report callback in sanitize builds.
+#include "runtime_internal.h"
+
+#include <dlfcn.h>
+#include <algorithm>
+#include <vector>
+#ifdef CUDA_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace cuda_emu {
+namespace {
+
+struct Shadow {  // one per 4-byte word of shared memory
+    uint64_t w_clock = 0, r_clock = 0;
+    int w_tid = -1, r_tid = -1, r2_tid = -1, r_warp = -1;
+    const void *w_pc = nullptr, *r_pc = nullptr, *r2_pc = nullptr;
+};
+
+struct Range {
+    uintptr_t lo, hi;
+    std::string name;
+    std::vector<unsigned> dims;
+    size_t elem;
+    bool dynamic;
+    std::vector<Shadow> shadow;
+};
+
+std::vector<Range> g_ranges;
+uintptr_t g_lo = 0, g_span = 0;  // [g_lo, g_lo+g_span) covers every range when detection is on
+uintptr_t g_all_lo = UINTPTR_MAX, g_all_hi = 0;
+
+void update_window() {
+    if (g_flags & 1) { g_lo = g_all_lo; g_span = g_all_hi > g_all_lo ? g_all_hi - g_all_lo : 0; }
+    else { g_lo = 0; g_span = 0; }
+}
+
+void add_range(uintptr_t lo, size_t bytes, const char* name, const unsigned* dims, int rank, size_t elem, bool dyn) {
+    for (auto& r : g_ranges)
+        if (r.lo == lo) return;
+    Range r{lo, lo + bytes, name, std::vector<unsigned>(dims, dims + rank), elem ? elem : 1, dyn, {}};
+    r.shadow.resize((bytes + 3) / 4);
+    g_ranges.push_back(std::move(r));
+    g_all_lo = std::min(g_all_lo, lo);
+    g_all_hi = std::max(g_all_hi, (uintptr_t)(lo + bytes));
+    update_window();
+}
+
+std::string element_name(const Range& r, size_t off) {
+    std::string s = r.name;
+    size_t idx = off / r.elem;
+    if (r.dims.empty()) return r.dynamic ? s + "[" + std::to_string(idx) + "] (as " + std::to_string(r.elem) + "-byte elements)" : s;
+    std::vector<size_t> parts(r.dims.size());
+    for (size_t d = r.dims.size(); d-- > 0;) {
+        size_t ext = r.dims[d] ? r.dims[d] : 1;
+        parts[d] = d ? idx % ext : idx;
+        idx /= ext;
+    }
+    for (size_t p : parts) s += "[" + std::to_string(p) + "]";
+    return s;
+}
+
+bool excused(int tid_a, uint64_t clock_a, int tid_b) {  // ordered by a warp-level sync since?
+    return tid_a / 32 == tid_b / 32 && g_warp_sync[tid_a / 32] > clock_a;
+}
+
+void race(const Range& r, size_t off, const char* what_b, const void* pc_b, int other, const char* what_a,
+          const void* pc_a) {
+    report("shared-memory race on %s: thread %s %s it at %s, but thread %s %s it at %s with no __syncthreads() in "
+           "between (a barrier is missing, e.g. after the tile loads or before they are overwritten)",
+           element_name(r, off).c_str(), thread_name(g_linear).c_str(), what_b, source_line(pc_b).c_str(),
+           thread_name(other).c_str(), what_a, source_line(pc_a).c_str());
+    abandon_thread();
+}
+
+void access(const void* p, size_t n, bool write, const void* pc) {
+    uintptr_t a = (uintptr_t)p;
+    Range* r = nullptr;
+    for (auto& x : g_ranges)
+        if (a >= x.lo && a < x.hi) { r = &x; break; }
+    if (!r) return;
+    size_t off = a - r->lo;
+    if (r->dynamic && off + n > g_launch.smem) {
+        report("out-of-bounds access to extern __shared__ %s: thread %s %s bytes %zu..%zu at %s, but the launch "
+               "passed %zu bytes of dynamic shared memory", r->name.c_str(), thread_name(g_linear).c_str(),
+               write ? "writes" : "reads", off, off + n - 1, source_line(pc).c_str(), g_launch.smem);
+        abandon_thread();
+    }
+    int me = g_linear;
+    for (size_t w = off / 4; w <= (off + n - 1) / 4 && w < r->shadow.size(); ++w) {
+        Shadow& s = r->shadow[w];
+        size_t woff = w * 4;
+        bool wrote = s.w_clock >= g_block_sync && s.w_tid != me && !excused(s.w_tid, s.w_clock, me);
+        if (!write) {
+            if (wrote) race(*r, woff, "reads", pc, s.w_tid, "wrote", s.w_pc);
+            if (s.r_clock < g_block_sync) {
+                s.r_tid = me; s.r_pc = pc; s.r2_tid = -1; s.r_warp = me / 32;
+            } else if (me != s.r_tid) {
+                s.r2_tid = me; s.r2_pc = pc;
+                if (s.r_warp != me / 32) s.r_warp = -1;
+            }
+            s.r_clock = g_clock;
+        } else {
+            if (wrote) race(*r, woff, "writes", pc, s.w_tid, "wrote", s.w_pc);
+            if (s.r_clock >= g_block_sync) {
+                int other = s.r_tid != me ? s.r_tid : s.r2_tid;
+                const void* opc = s.r_tid != me ? s.r_pc : s.r2_pc;
+                bool synced = s.r_warp == me / 32 && g_warp_sync[me / 32] > s.r_clock;
+                if (other >= 0 && !synced) race(*r, woff, "writes", pc, other, "read", opc);
+            }
+            s.w_tid = me; s.w_clock = g_clock; s.w_pc = pc;
+        }
+    }
+}
+
+}  // namespace
+
+void register_shared(const void* p, size_t bytes, const char* name, const unsigned* dims, int rank, size_t elem) {
+    add_range((uintptr_t)p, bytes, name, dims, rank, elem, false);
+}
+
+void checks_new_launch() {
+    static bool dyn_added = false;
+    if (!dyn_added) {
+        dyn_added = true;
+        add_range((uintptr_t)g_dyn_smem, g_dyn_smem_cap, "extern __shared__ memory", nullptr, 0, 4, true);
+    }
+    update_window();
+#ifdef CUDA_EMU_ASAN
+    // Bytes past what the launch asked for are out of bounds.
+    ASAN_UNPOISON_MEMORY_REGION(g_dyn_smem, g_dyn_smem_cap);
+    ASAN_POISON_MEMORY_REGION(g_dyn_smem + g_launch.smem, g_dyn_smem_cap - g_launch.smem);
+#endif
+}
+
+std::string source_line(const void* pc) {
+    Dl_info info;
+    if (!pc || !dladdr(pc, &info) || !info.dli_fname) return "an unknown line";
+    char cmd[4200];
+    std::snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
+                  (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_fbase - 1));
+    FILE* f = popen(cmd, "r");
+    if (!f) return "an unknown line";
+    char line[512] = "";
+    if (!std::fgets(line, sizeof line, f)) line[0] = 0;
+    pclose(f);
+    std::string s(line);
+    s = s.substr(0, s.find_first_of(" \n"));
+    if (s.empty() || s[0] == '?') return "an unknown line";
+    size_t slash = s.rfind('/');
+    return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+}  // namespace cuda_emu
+
+// ---- ThreadSanitizer ABI: called before every load/store of the kernel file ----------
+using cuda_emu::g_lo;
+using cuda_emu::g_span;
+#define CUDA_EMU_HOOK(name, n, w)                                                              \
+    extern "C" CUDA_EMU_API void name(void* p) {                                               \
+        if ((uintptr_t)p - g_lo < g_span) cuda_emu::access(p, n, w, __builtin_return_address(0)); \
+    }
+CUDA_EMU_HOOK(__tsan_read1, 1, false)
+CUDA_EMU_HOOK(__tsan_read2, 2, false)
+CUDA_EMU_HOOK(__tsan_read4, 4, false)
+CUDA_EMU_HOOK(__tsan_read8, 8, false)
+CUDA_EMU_HOOK(__tsan_read16, 16, false)
+CUDA_EMU_HOOK(__tsan_write1, 1, true)
+CUDA_EMU_HOOK(__tsan_write2, 2, true)
+CUDA_EMU_HOOK(__tsan_write4, 4, true)
+CUDA_EMU_HOOK(__tsan_write8, 8, true)
+CUDA_EMU_HOOK(__tsan_write16, 16, true)
+CUDA_EMU_HOOK(__tsan_unaligned_read2, 2, false)
+CUDA_EMU_HOOK(__tsan_unaligned_read4, 4, false)
+CUDA_EMU_HOOK(__tsan_unaligned_read8, 8, false)
+CUDA_EMU_HOOK(__tsan_unaligned_read16, 16, false)
+CUDA_EMU_HOOK(__tsan_unaligned_write2, 2, true)
+CUDA_EMU_HOOK(__tsan_unaligned_write4, 4, true)
+CUDA_EMU_HOOK(__tsan_unaligned_write8, 8, true)
+CUDA_EMU_HOOK(__tsan_unaligned_write16, 16, true)
+#undef CUDA_EMU_HOOK
+extern "C" CUDA_EMU_API void __tsan_read_range(void* p, unsigned long n) {
+    if ((uintptr_t)p - g_lo < g_span && n) cuda_emu::access(p, n, false, __builtin_return_address(0));
+}
+extern "C" CUDA_EMU_API void __tsan_write_range(void* p, unsigned long n) {
+    if ((uintptr_t)p - g_lo < g_span && n) cuda_emu::access(p, n, true, __builtin_return_address(0));
+}
+extern "C" CUDA_EMU_API void __tsan_init() {}
+extern "C" CUDA_EMU_API void __tsan_func_entry(void*) {}
+extern "C" CUDA_EMU_API void __tsan_func_exit() {}
+extern "C" CUDA_EMU_API void __tsan_vptr_update(void**, void*) {}
+extern "C" CUDA_EMU_API void __tsan_vptr_read(void**) {}
+
+// ---- UBSan ABI (compiler-rt layout) ----------------------------------------------------
+namespace {
+struct SourceLocation { const char* file; uint32_t line, column; };
+struct TypeDescriptor { uint16_t kind, info; char name[1]; };
+struct OutOfBoundsData { SourceLocation loc; const TypeDescriptor* array_type; const TypeDescriptor* index_type; };
+struct TypeMismatchData { SourceLocation loc; const TypeDescriptor* type; unsigned char log_alignment, check_kind; };
+
+long long int_value(const TypeDescriptor* t, uintptr_t v) {
+    unsigned bits = 1u << (t->info >> 1);
+    if (!(t->info & 1) || bits >= 64) return (long long)v;
+    return (long long)(v << (64 - bits)) >> (64 - bits);  // sign-extend
+}
+std::string where(const SourceLocation& l) {
+    const char* f = l.file ? l.file : "?";
+    const char* slash = std::strrchr(f, '/');
+    return std::string(slash ? slash + 1 : f) + ":" + std::to_string(l.line) + ":" + std::to_string(l.column);
+}
+}  // namespace
+
+extern "C" CUDA_EMU_API void __ubsan_handle_out_of_bounds(OutOfBoundsData* d, uintptr_t index) {
+    cuda_emu::report("out-of-bounds access at %s: index %lld is outside the array of type %s (thread %s)",
+                     where(d->loc).c_str(), int_value(d->index_type, index), d->array_type->name,
+                     cuda_emu::thread_name(cuda_emu::g_linear).c_str());
+    cuda_emu::abandon_thread();
+}
+extern "C" CUDA_EMU_API void __ubsan_handle_out_of_bounds_abort(OutOfBoundsData* d, uintptr_t index) {
+    __ubsan_handle_out_of_bounds(d, index);
+}
+extern "C" CUDA_EMU_API void __ubsan_handle_type_mismatch_v1(TypeMismatchData* d, uintptr_t ptr) {
+    uintptr_t align = (uintptr_t)1 << d->log_alignment;
+    if (ptr && (ptr & (align - 1)) == 0) return;
+    if (!ptr)
+        cuda_emu::report("null pointer dereference at %s (thread %s)", where(d->loc).c_str(),
+                         cuda_emu::thread_name(cuda_emu::g_linear).c_str());
+    else
+        cuda_emu::report("misaligned address 0x%lx at %s: type %s needs %lu-byte alignment (thread %s); a GPU "
+                         "fails this launch with 'misaligned address'", (unsigned long)ptr, where(d->loc).c_str(),
+                         d->type->name, (unsigned long)align, cuda_emu::thread_name(cuda_emu::g_linear).c_str());
+    cuda_emu::abandon_thread();
+}
+extern "C" CUDA_EMU_API void __ubsan_handle_type_mismatch_v1_abort(TypeMismatchData* d, uintptr_t ptr) {
+    __ubsan_handle_type_mismatch_v1(d, ptr);
+}
+
+// ---- AddressSanitizer (sanitize builds): its report becomes the launch's error -----------
+#ifdef CUDA_EMU_ASAN
+namespace {
+void on_asan_report(const char* text) {
+    std::string t(text), kind, access, frame, region;
+    auto line_with = [&](const char* key) {
+        size_t p = t.find(key);
+        if (p == std::string::npos) return std::string();
+        size_t b = t.rfind('\n', p), e = t.find('\n', p);
+        b = b == std::string::npos ? 0 : b + 1;
+        return t.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    };
+    kind = line_with("ERROR: AddressSanitizer");
+    if (size_t p = kind.find("AddressSanitizer: "); p != std::string::npos) kind = kind.substr(p + 18);
+    if (size_t p = kind.find(" on address"); p != std::string::npos) kind = kind.substr(0, p);
+    access = line_with(" of size ");
+    if (size_t p = access.find(" at 0x"); p != std::string::npos) access = access.substr(0, p);
+    frame = line_with((std::string(cuda_emu::source_name) + ":").c_str());
+    if (size_t p = frame.find(" in "); p != std::string::npos) frame = frame.substr(p + 4);
+    region = line_with(" region [");
+    if (size_t p = region.find(" of "); p != std::string::npos) region = region.substr(0, p);
+    cuda_emu::report("out-of-bounds access (AddressSanitizer: %s): %s in %s by thread %s%s%s", kind.c_str(),
+                     access.c_str(), frame.empty() ? "the kernel" : frame.c_str(),
+                     cuda_emu::thread_name(cuda_emu::g_linear).c_str(), region.empty() ? "" : "; ",
+                     region.c_str());
+}
+__attribute__((constructor)) void install_asan_callback() { __asan_set_error_report_callback(on_asan_report); }
+}  // namespace
+#endif

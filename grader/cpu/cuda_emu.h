@@ -1,0 +1,288 @@
+// cuda_emu.h: the CUDA names a kernel file uses, defined for host C++ (g++).
+// Included before the learner's (rewritten) code; the scheduler lives in runtime.cpp.
+// Blocks run one after another on one OS thread; the threads of a block run as
+// fibers, so plain read-modify-write atomics and `static` __shared__ are correct.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define CUDA_EMU_API __attribute__((visibility("hidden")))
+// Atomics must not be seen by the race detector as plain reads and writes.
+#define CUDA_EMU_ATOMIC static inline __attribute__((no_sanitize_thread, noinline, unused))
+
+// ---- qualifiers -------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __shared__ static
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+#define __CUDACC__ 1
+#define __CUDA_ARCH__ 900
+#define CUDA_EMU 1
+
+// ---- built-in vector types ----------------------------------------------------
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+struct alignas(8) float2 { float x, y; };
+struct float3 { float x, y, z; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) int2 { int x, y; };
+struct int3 { int x, y, z; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline int2 make_int2(int x, int y) { return {x, y}; }
+static inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+static inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+static inline double2 make_double2(double x, double y) { return {x, y}; }
+
+// Set by the scheduler before it resumes a thread (hidden: one copy per library).
+extern CUDA_EMU_API uint3 threadIdx, blockIdx;
+extern CUDA_EMU_API dim3 blockDim, gridDim;
+static constexpr int warpSize = 32;
+
+// ---- runtime (runtime.cpp) ----------------------------------------------------
+typedef struct CUstream_st* cudaStream_t;
+namespace cuda_emu {
+enum WarpOp { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, ANY, ALL, SYNCWARP };
+enum BlockOp { SYNC, SYNC_COUNT, SYNC_AND, SYNC_OR };
+extern CUDA_EMU_API const char* const source_name;  // the learner's file name
+CUDA_EMU_API int block_sync(int line, int op, int pred);
+CUDA_EMU_API uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value, int arg, int width);
+CUDA_EMU_API unsigned active_mask();
+CUDA_EMU_API void* dyn_smem(const char* name);
+CUDA_EMU_API void register_shared(const void* p, size_t bytes, const char* name,
+                                  const unsigned* dims, int rank, size_t elem);
+CUDA_EMU_API void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 block,
+                              size_t smem, bool fibers, void (*thread)(void*), void* ctx);
+CUDA_EMU_API void set_max_dyn_smem(const void* fn, int bytes);
+CUDA_EMU_API int take_launch_status();
+CUDA_EMU_API void trap(int line, const char* what);
+
+template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
+template <class K, class Tup> static void run_thread(void* p) {
+    auto* c = static_cast<LaunchCtx<K, Tup>*>(p);
+    std::apply(c->fn, *c->args);  // each thread gets its own copy of the parameters, as in CUDA
+}
+// `kern<<<g, b, smem, stream>>>(args)` is rewritten into this call.
+template <class S, class... P, class... A>
+static void launch(const char* name, int line, bool fibers, dim3 g, dim3 b, size_t smem, S&&,
+                   void (*fn)(P...), A&&... args) {
+    using Tup = std::tuple<std::decay_t<P>...>;
+    Tup tup(std::forward<A>(args)...);
+    LaunchCtx<void (*)(P...), Tup> ctx{fn, &tup};
+    launch_grid(name, line, (const void*)fn, g, b, smem, fibers, &run_thread<void (*)(P...), Tup>, &ctx);
+}
+template <class T> static void register_array(T& a, const char* name) {
+    unsigned dims[8] = {};
+    constexpr int rank = std::rank<T>::value;
+    static_assert(rank <= 8, "__shared__ arrays of more than 8 dimensions are not supported");
+    [&]<size_t... I>(std::index_sequence<I...>) { ((dims[I] = std::extent<T, I>::value), ...); }
+    (std::make_index_sequence<rank>{});
+    register_shared(&a, sizeof(T), name, dims, rank, sizeof(std::remove_all_extents_t<T>));
+}
+struct SharedReg {
+    template <class T> SharedReg(T& a, const char* name) { register_array(a, name); }
+};
+template <class T> static inline uint64_t to_bits(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                  "warp shuffles of types larger than 8 bytes are not supported by the CPU backend");
+    uint64_t b = 0; std::memcpy(&b, &v, sizeof(T)); return b;
+}
+template <class T> static inline T from_bits(uint64_t b) { T v; std::memcpy(&v, &b, sizeof(T)); return v; }
+template <int Op, class T>
+static inline T shfl(int line, unsigned mask, T v, int arg, int width = 32) {
+    return from_bits<T>(warp_sync(line, Op, mask, to_bits(v), arg, width));
+}
+}  // namespace cuda_emu
+
+// ---- barriers and warp intrinsics (macros so they know their source line) -------
+#define __syncthreads() ((void)::cuda_emu::block_sync(__LINE__, ::cuda_emu::SYNC, 0))
+#define __syncthreads_count(p) ::cuda_emu::block_sync(__LINE__, ::cuda_emu::SYNC_COUNT, (p) != 0)
+#define __syncthreads_and(p) ::cuda_emu::block_sync(__LINE__, ::cuda_emu::SYNC_AND, (p) != 0)
+#define __syncthreads_or(p) ::cuda_emu::block_sync(__LINE__, ::cuda_emu::SYNC_OR, (p) != 0)
+#define __syncwarp(...) ((void)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::SYNCWARP, (__VA_ARGS__ + 0) ? (__VA_ARGS__ + 0) : 0xffffffffu, 0, 0, 32))
+#define __shfl_sync(...) ::cuda_emu::shfl<::cuda_emu::SHFL_IDX>(__LINE__, __VA_ARGS__)
+#define __shfl_up_sync(...) ::cuda_emu::shfl<::cuda_emu::SHFL_UP>(__LINE__, __VA_ARGS__)
+#define __shfl_down_sync(...) ::cuda_emu::shfl<::cuda_emu::SHFL_DOWN>(__LINE__, __VA_ARGS__)
+#define __shfl_xor_sync(...) ::cuda_emu::shfl<::cuda_emu::SHFL_XOR>(__LINE__, __VA_ARGS__)
+#define __ballot_sync(m, p) ((unsigned)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::BALLOT, (m), (p) != 0, 0, 32))
+#define __any_sync(m, p) ((int)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::ANY, (m), (p) != 0, 0, 32))
+#define __all_sync(m, p) ((int)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::ALL, (m), (p) != 0, 0, 32))
+// Only knows which lanes have exited, not which lanes share the caller's branch.
+#define __activemask() ::cuda_emu::active_mask()
+#define __trap() ::cuda_emu::trap(__LINE__, "__trap()")
+#define __threadfence() ((void)0)
+#define __threadfence_block() ((void)0)
+
+// ---- math and bit intrinsics ------------------------------------------------------
+#define CUDA_EMU_MINMAX(T)                                                             \
+    static inline T min(T a, T b) { return b < a ? b : a; }                            \
+    static inline T max(T a, T b) { return a < b ? b : a; }
+CUDA_EMU_MINMAX(int)
+CUDA_EMU_MINMAX(unsigned)
+CUDA_EMU_MINMAX(long)
+CUDA_EMU_MINMAX(unsigned long)
+CUDA_EMU_MINMAX(long long)
+CUDA_EMU_MINMAX(unsigned long long)
+CUDA_EMU_MINMAX(float)
+CUDA_EMU_MINMAX(double)
+#undef CUDA_EMU_MINMAX
+// Mixed forms resolve as in CUDA's math headers: to the unsigned or floating type.
+static inline unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+static inline unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+static inline unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+static inline unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
+static inline float min(float a, int b) { return fminf(a, (float)b); }
+static inline float min(int a, float b) { return fminf((float)a, b); }
+static inline float max(float a, int b) { return fmaxf(a, (float)b); }
+static inline float max(int a, float b) { return fmaxf((float)a, b); }
+static inline double min(double a, float b) { return fmin(a, (double)b); }
+static inline double min(float a, double b) { return fmin((double)a, b); }
+static inline double max(double a, float b) { return fmax(a, (double)b); }
+static inline double max(float a, double b) { return fmax((double)a, b); }
+
+static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline int __float_as_int(float f) { int u; std::memcpy(&u, &f, 4); return u; }
+static inline float __int_as_float(int u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline long long __double_as_longlong(double d) { long long u; std::memcpy(&u, &d, 8); return u; }
+static inline double __longlong_as_double(long long u) { double d; std::memcpy(&d, &u, 8); return d; }
+static inline float __fdividef(float a, float b) { return a / b; }
+// glibc declares these names itself, so they are function-like macros here.
+#define __expf(x) expf(x)
+#define __exp10f(x) powf(10.f, (x))
+#define __logf(x) logf(x)
+#define __log2f(x) log2f(x)
+#define __sinf(x) sinf(x)
+#define __cosf(x) cosf(x)
+#define __tanf(x) tanf(x)
+#define __powf(a, b) powf((a), (b))
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float __saturatef(float x) { return x < 0.f ? 0.f : (x > 1.f ? 1.f : x); }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __frcp_rn(float a) { return 1.0f / a; }
+static inline float __fsqrt_rn(float a) { return sqrtf(a); }
+static inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
+static inline int __float2int_rz(float x) { return (int)x; }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+static inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+    return r;
+}
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+static inline int __mul24(int a, int b) { return a * b; }
+static inline unsigned __umul24(unsigned a, unsigned b) { return a * b; }
+template <class T> static inline T __ldg(const T* p) { return *p; }
+#if defined(__x86_64__)
+static inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
+#else
+static inline long long clock64() { return (long long)std::clock(); }
+#endif
+
+// ---- atomics: a fiber never switches inside one, so plain RMW is atomic -----------
+#define CUDA_EMU_ATOMICS(T)                                                                       \
+    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }                     \
+    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }                     \
+    CUDA_EMU_ATOMIC T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }                        \
+    CUDA_EMU_ATOMIC T atomicMin(T* p, T v) { T o = *p; *p = v < o ? v : o; return o; }             \
+    CUDA_EMU_ATOMIC T atomicMax(T* p, T v) { T o = *p; *p = o < v ? v : o; return o; }             \
+    CUDA_EMU_ATOMIC T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+#define CUDA_EMU_BIT_ATOMICS(T)                                                                   \
+    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }                      \
+    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { T o = *p; *p = o & v; return o; }                     \
+    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
+CUDA_EMU_ATOMICS(int)
+CUDA_EMU_ATOMICS(unsigned)
+CUDA_EMU_ATOMICS(unsigned long long)
+CUDA_EMU_ATOMICS(long long)
+CUDA_EMU_BIT_ATOMICS(int)
+CUDA_EMU_BIT_ATOMICS(unsigned)
+CUDA_EMU_BIT_ATOMICS(unsigned long long)
+CUDA_EMU_ATOMIC float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
+CUDA_EMU_ATOMIC double atomicAdd(double* p, double v) { double o = *p; *p = o + v; return o; }
+CUDA_EMU_ATOMIC float atomicExch(float* p, float v) { float o = *p; *p = v; return o; }
+CUDA_EMU_ATOMIC unsigned atomicInc(unsigned* p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }
+CUDA_EMU_ATOMIC unsigned atomicDec(unsigned* p, unsigned v) { unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o; }
+#undef CUDA_EMU_ATOMICS
+#undef CUDA_EMU_BIT_ATOMICS
+#define atomicAdd_block atomicAdd
+#define atomicMax_block atomicMax
+
+// ---- runtime API on host memory -----------------------------------------------------
+typedef int cudaError_t;
+enum : int {
+    cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9, cudaErrorLaunchFailure = 719,
+};
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                      cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+                         cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
+static inline cudaError_t cudaMalloc(void** p, size_t n) {
+    *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+template <class T> static inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc((void**)p, n); }
+static inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+static inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) {
+    std::memmove(d, s, n); return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t = nullptr) {
+    return cudaMemcpy(d, s, n, k);
+}
+static inline cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
+static inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = nullptr) { return cudaMemset(d, v, n); }
+template <class T> static inline cudaError_t cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0,
+                                                                 cudaMemcpyKind = cudaMemcpyHostToDevice) {
+    std::memcpy((char*)&sym + off, s, n); return cudaSuccess;
+}
+static inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_launch_status(); }
+static inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
+static inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+static inline const char* cudaGetErrorString(cudaError_t e) {
+    return e == cudaSuccess ? "no error" : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
+         : "unspecified launch failure (see the CPU backend's message)";
+}
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F* fn, cudaFuncAttribute a, int v) {
+    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) ::cuda_emu::set_max_dyn_smem((const void*)fn, v);
+    return cudaSuccess;
+}
+#define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)

@@ -1,0 +1,270 @@
+"""Source rewrite that turns a CUDA kernel file into host C++ for cuda_emu.h.
+
+Only what a header cannot do is rewritten, and every edit keeps line numbers:
+  kern<<<g, b, smem, stream>>>(args)  ->  ::cuda_emu::launch("kern", __LINE__, fibers, g, b, smem, stream, kern, args)
+  extern __shared__ T name[];         ->  T* name = (T*)::cuda_emu::dyn_smem("name");
+  __shared__ T a[N];                  ->  same, plus a registration for the race detector
+  #pragma unroll [N]                  ->  #pragma GCC unroll N (bare: dropped)
+  #include <cuda_runtime.h> etc.      ->  dropped
+Constructs the CPU backend cannot run raise UnsupportedConstruct with the line.
+Scanning works on a copy with comments and string literals blanked out.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+class UnsupportedConstruct(Exception):
+    def __init__(self, line: int, message: str):
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.message = message
+
+
+@dataclass
+class Rewritten:
+    text: str
+    uses_barriers: bool
+
+
+_DROPPED_INCLUDES = re.compile(
+    r"^\s*#\s*include\s*[<\"](cuda_runtime(_api)?\.h|cuda\.h|device_launch_parameters\.h|device_functions\.h"
+    r"|cuda_fp16\.h|cuda_fp16\.hpp|c10/cuda/.*|ATen/cuda/.*|sm_\d+_intrinsics\.h|vector_types\.h)[>\"]")
+_UNSUPPORTED_INCLUDES = {
+    "cooperative_groups": "cooperative groups (<cooperative_groups.h>)",
+    "mma.h": "tensor-core WMMA (<mma.h>)",
+    "cuda/pipeline": "cuda::pipeline (<cuda/pipeline>)",
+    "cuda/barrier": "cuda::barrier (<cuda/barrier>)",
+    "cublas": "cuBLAS",
+    "cuda_bf16": "bfloat16 (<cuda_bf16.h>)",
+    "cute/": "CUTLASS/CuTe",
+    "cutlass/": "CUTLASS",
+}
+_UNSUPPORTED_TOKENS = {
+    r"\basm\b|\b__asm__\b": "inline PTX assembly (asm)",
+    r"\b(wmma|nvcuda)\s*::": "tensor-core WMMA",
+    r"\btex[123]D\w*\b|\btexture\s*<|\bcudaTextureObject_t\b|\bsurf[123]D\w*\b": "textures and surfaces",
+    r"\b__pipeline_\w+|\b__cp_async\w*": "asynchronous copies (cp.async)",
+    r"\bcudaLaunchCooperativeKernel\b|\bthis_grid\b": "grid-wide synchronization",
+    r"\b__nanosleep\b": "__nanosleep (a spin-wait on other blocks would never end: blocks run one after another)",
+    r"\b__(shfl|shfl_up|shfl_down|shfl_xor|ballot|any|all)\s*\(": "the pre-CUDA-9 warp intrinsics without _sync "
+                                                                 "(use __shfl_sync(0xffffffff, ...) and friends)",
+    r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEvent\w+":
+        "this runtime API call (streams, events, managed or pinned memory)",
+}
+_BARRIER = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
+                      r"|__activemask|__match\w*_sync|__reduce\w*_sync)\b")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _blank(src: str) -> str:
+    """The source with comments, string and char literals replaced by spaces (newlines kept)."""
+    out = list(src)
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+        elif src.startswith("/*", i):
+            j = src.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c in "\"'":
+            j = i + 1
+            while j < n and src[j] != c and src[j] != "\n":
+                j += 2 if src[j] == "\\" else 1
+            j = min(j + 1, n)
+            if c == "\"" or j - i <= 8:  # keep digit separators like 1'000 harmless
+                for k in range(i + 1, j - 1):
+                    if out[k] != "\n":
+                        out[k] = " "
+            i = j
+            continue
+        else:
+            i += 1
+            continue
+        for k in range(i, j):
+            if out[k] != "\n":
+                out[k] = " "
+        i = j
+    return "".join(out)
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _match_forward(code: str, i: int) -> int:
+    """Index just past the bracket group starting at code[i] in '([{'."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack = []
+    for j in range(i, len(code)):
+        c = code[j]
+        if c in pairs:
+            stack.append(pairs[c])
+        elif c in ")]}":
+            if not stack or stack.pop() != c:
+                return -1
+            if not stack:
+                return j + 1
+    return -1
+
+
+def _split_top(code: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of the comma-separated parts of code[start:end] at bracket depth 0."""
+    parts, depth, s = [], 0, start
+    for j in range(start, end):
+        c = code[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append((s, j))
+            s = j + 1
+    parts.append((s, end))
+    return parts
+
+
+class _Edits:
+    def __init__(self, src: str):
+        self.src = src
+        self.edits: list[tuple[int, int, str]] = []
+
+    def replace(self, start: int, end: int, text: str):
+        # Keep the line count: pad with the newlines the replaced span had.
+        missing = self.src.count("\n", start, end) - text.count("\n")
+        self.edits.append((start, end, text + "\n" * max(missing, 0)))
+
+    def apply(self) -> str:
+        out, pos = [], 0
+        for start, end, text in sorted(self.edits):
+            out.append(self.src[pos:start])
+            out.append(text)
+            pos = end
+        out.append(self.src[pos:])
+        return "".join(out)
+
+
+def _check_unsupported(code: str, src: str):
+    for m in re.finditer(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", src, re.M):
+        for key, what in _UNSUPPORTED_INCLUDES.items():
+            if key in m.group(1):
+                raise UnsupportedConstruct(_line_of(src, m.start()), f"{what} is not supported by the CPU backend")
+    for pattern, what in _UNSUPPORTED_TOKENS.items():
+        m = re.search(pattern, code)
+        if m:
+            raise UnsupportedConstruct(_line_of(code, m.start()), f"{what} is not supported by the CPU backend")
+
+
+def _rewrite_directives(src: str, code: str, edits: _Edits):
+    for m in re.finditer(r"^[ \t]*#[ \t]*(include|pragma)\b.*$", code, re.M):
+        line = src[m.start():m.end()]
+        if m.group(1) == "include" and _DROPPED_INCLUDES.match(line):
+            edits.replace(m.start(), m.end(), "")
+        elif m.group(1) == "pragma":
+            u = re.match(r"\s*#\s*pragma\s+unroll\b\s*\(?\s*(\d*)\s*\)?\s*$", code[m.start():m.end()])
+            if u:  # GCC needs a literal count; a bare or symbolic one is dropped
+                edits.replace(m.start(), m.end(), f"#pragma GCC unroll {u.group(1)}" if u.group(1) else "")
+
+
+def _decl_names(code: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """(name, name_start, declarator_end) for each declarator of a declaration code[start:end]."""
+    names = []
+    for s, e in _split_top(code, start, end):
+        part = code[s:e]
+        cut = len(part)
+        for ch in "[=":
+            k = part.find(ch)
+            if k >= 0:
+                cut = min(cut, k)
+        idents = list(_IDENT.finditer(part[:cut]))
+        if idents:
+            names.append((idents[-1].group(), s + idents[-1].start(), e))
+    return names
+
+
+def _rewrite_shared(src: str, code: str, edits: _Edits):
+    for m in re.finditer(r"\b__shared__\b", code):
+        end = code.find(";", m.end())
+        if end < 0:
+            continue
+        ext = re.search(r"\bextern\s+$", code[max(0, m.start() - 40):m.start()])
+        if ext:
+            start = m.start() - (len(code[max(0, m.start() - 40):m.start()]) - ext.start())
+            decl = src[m.end():end]
+            names = _decl_names(code, m.end(), end)
+            if len(names) != 1 or "[" not in code[names[0][1]:end]:
+                raise UnsupportedConstruct(_line_of(src, m.start()),
+                                           "write extern __shared__ as one array per declaration: "
+                                           "extern __shared__ float smem[];")
+            name, ns, _ = names[0]
+            typ = re.sub(r"__align__\s*\(\s*\d+\s*\)|\balignas\s*\(\s*\d+\s*\)", "", src[m.end():ns]).strip()
+            rest = src[ns + len(name):end].strip()
+            inner = rest[rest.index("]") + 1:] if rest.startswith("[") else rest
+            ptr = f"{typ} (*{name}){inner}" if inner else f"{typ}* {name}"
+            cast = f"{typ} (*){inner}" if inner else f"{typ}*"
+            edits.replace(start, end, f'{ptr} = reinterpret_cast<{cast}>(::cuda_emu::dyn_smem("{name}"))')
+            continue
+        regs = "".join(f' static ::cuda_emu::SharedReg cuda_emu_reg_{name}({name}, "{name}");'
+                       for name, _, _ in _decl_names(code, m.end(), end))
+        edits.replace(end + 1, end + 1, regs)
+
+
+def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
+    for m in re.finditer(r"<<<", code):
+        # The callee: an identifier (maybe qualified) with optional template arguments.
+        j = m.start()
+        while j > 0 and code[j - 1].isspace():
+            j -= 1
+        if j > 0 and code[j - 1] == ">":
+            depth = 0
+            while j > 0:
+                j -= 1
+                depth += {">": 1, "<": -1}.get(code[j], 0)
+                if depth == 0:
+                    break
+            while j > 0 and code[j - 1].isspace():
+                j -= 1
+        while j > 0 and (code[j - 1].isalnum() or code[j - 1] in "_:"):
+            j -= 1
+        callee = src[j:m.start()].strip()
+        line = _line_of(src, m.start())
+        if not callee:
+            raise UnsupportedConstruct(line, "could not find the kernel name before <<<")
+        # The configuration up to >>> at depth 0, then the argument list.
+        k, depth = m.end(), 0
+        while k < len(code) and not (depth == 0 and code.startswith(">>>", k)):
+            depth += (code[k] in "([{") - (code[k] in ")]}")
+            k += 1
+        close = k
+        a = close + 3
+        while a < len(code) and code[a].isspace():
+            a += 1
+        if close >= len(code) or a >= len(code) or code[a] != "(":
+            raise UnsupportedConstruct(line, "expected kernel<<<grid, block>>>(arguments)")
+        a_end = _match_forward(code, a)
+        if a_end < 0:
+            raise UnsupportedConstruct(line, "unbalanced parentheses in the kernel launch")
+        cfg = [src[s:e].strip() for s, e in _split_top(code, m.end(), close)]
+        if not 2 <= len(cfg) <= 4 or not all(cfg):
+            raise UnsupportedConstruct(line, "a launch takes <<<grid, block[, shared_bytes[, stream]]>>>")
+        cfg += ["0", "nullptr"][len(cfg) - 2:]
+        args = src[a + 1:a_end - 1]
+        name = callee.replace('"', "")
+        call = (f'::cuda_emu::launch("{name}", __LINE__, {"true" if fibers else "false"}, dim3({cfg[0]}), '
+                f'dim3({cfg[1]}), (size_t)({cfg[2]}), {cfg[3]}, {callee}'
+                + (f", {args})" if args.strip() else ")"))
+        edits.replace(j, a_end, call)
+
+
+def rewrite(src: str) -> Rewritten:
+    code = _blank(src)
+    _check_unsupported(code, src)
+    fibers = bool(_BARRIER.search(code))
+    edits = _Edits(src)
+    _rewrite_directives(src, code, edits)
+    _rewrite_shared(src, code, edits)
+    _rewrite_launches(src, code, edits, fibers)
+    return Rewritten(edits.apply(), fibers)

@@ -1,0 +1,513 @@
+// The CPU backend's scheduler: blocks run one after another; the threads of a block
+// run as fibers that yield at __syncthreads and warp intrinsics. A round resumes every
+// runnable fiber once; when none is runnable, a barrier is released (or an error is
+// reported: divergent barrier, thread exited while others wait, deadlock).
+#include "runtime_internal.h"
+
+#include <sys/mman.h>
+#include <cstdarg>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#if defined(CUDA_EMU_UCONTEXT) || !(defined(__x86_64__) && defined(__linux__))
+#define CUDA_EMU_USE_UCONTEXT 1
+#include <ucontext.h>
+#else
+extern "C" void cuda_emu_switch(void** save_sp, void* new_sp) __attribute__((visibility("hidden")));
+#endif
+#ifdef CUDA_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+CUDA_EMU_API uint3 threadIdx, blockIdx;
+CUDA_EMU_API dim3 blockDim, gridDim;
+
+namespace cuda_emu {
+
+LaunchInfo g_launch;
+int g_linear = 0;
+bool g_abort = false;
+int g_flags = 1;  // race detection on by default
+uint64_t g_clock = 1, g_block_sync = 1, g_warp_sync[32];
+size_t g_dyn_smem_cap = 227 * 1024;  // the most an H100/H200 block may ask for
+alignas(64) unsigned char g_dyn_smem[227 * 1024];
+
+namespace {
+#ifdef CUDA_EMU_ASAN
+constexpr size_t kStack = 512 * 1024;  // ASan frames are much larger
+#else
+constexpr size_t kStack = 128 * 1024;
+#endif
+constexpr size_t kGuard = 4096;
+constexpr size_t kDefaultSmemLimit = 48 * 1024;
+
+std::mutex g_mutex;             // one launch at a time (shared state is global)
+std::vector<Fiber> g_fibers;    // stacks are kept between launches
+Fiber* g_cur = nullptr;
+bool g_plain = false;           // running a kernel with no barriers as a plain loop
+void (*g_thread_fn)(void*) = nullptr;
+void* g_thread_ctx = nullptr;
+unsigned g_seed = 0;
+uint64_t g_rng = 0;
+std::string g_error, g_taken;
+int g_status = 0;               // for cudaGetLastError
+std::unordered_map<const void*, int> g_smem_limit;
+
+#ifdef CUDA_EMU_USE_UCONTEXT
+ucontext_t g_sched_uc;
+#else
+void* g_sched_sp = nullptr;
+#endif
+#ifdef CUDA_EMU_ASAN
+const void* g_main_stack = nullptr;
+size_t g_main_stack_size = 0;
+#endif
+
+const char* op_name(bool warp, int op) {
+    static const char* warp_ops[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+                                     "__ballot_sync", "__any_sync", "__all_sync", "__syncwarp"};
+    static const char* block_ops[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                                      "__syncthreads_or"};
+    return warp ? warp_ops[op] : block_ops[op];
+}
+
+void fiber_body();
+
+extern "C" void fiber_entry() {
+#ifdef CUDA_EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &g_main_stack, &g_main_stack_size);
+#endif
+    fiber_body();
+}
+
+void ensure_fibers(size_t n) {
+    while (g_fibers.size() < n) {
+        Fiber f;
+        char* mem = (char*)mmap(nullptr, kStack + kGuard, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (mem == MAP_FAILED) { std::perror("cuda_emu: mmap fiber stack"); std::abort(); }
+        mprotect(mem, kGuard, PROT_NONE);  // a stack overflow faults instead of corrupting memory
+        f.stack = mem + kGuard;
+        f.stack_size = kStack;
+#ifdef CUDA_EMU_USE_UCONTEXT
+        f.uc = new ucontext_t;
+#endif
+        g_fibers.push_back(f);
+    }
+}
+
+void fiber_start(Fiber& f) {
+#ifdef CUDA_EMU_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(f.stack, f.stack_size);  // frames of abandoned fibers
+#endif
+#ifdef CUDA_EMU_USE_UCONTEXT
+    auto* uc = (ucontext_t*)f.uc;
+    getcontext(uc);
+    uc->uc_stack.ss_sp = f.stack;
+    uc->uc_stack.ss_size = f.stack_size;
+    uc->uc_link = nullptr;
+    makecontext(uc, fiber_entry, 0);
+#else
+    // Frame popped by cuda_emu_switch: fcw, mxcsr, r15..rbp (zero), return -> fiber_entry.
+    uintptr_t top = ((uintptr_t)(f.stack + f.stack_size)) & ~(uintptr_t)15;
+    auto* sp = (uint64_t*)(top - 80);
+    std::memset(sp, 0, 80);
+    uint32_t csr[2] = {0x037F, 0x1F80};  // default x87 control word and MXCSR
+    std::memcpy(sp, csr, 8);
+    std::memcpy((char*)sp + 8, &csr[1], 4);
+    sp[8] = (uint64_t)(uintptr_t)&fiber_entry;  // at top-16; top-8 is a fake return address
+    f.sp = sp;
+#endif
+}
+
+void resume(Fiber& f) {
+    g_cur = &f;
+    g_linear = f.linear;
+    threadIdx = f.tid;
+#ifdef CUDA_EMU_ASAN
+    void* fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, f.stack, f.stack_size);
+#endif
+#ifdef CUDA_EMU_USE_UCONTEXT
+    swapcontext(&g_sched_uc, (ucontext_t*)f.uc);
+#else
+    cuda_emu_switch(&g_sched_sp, f.sp);
+#endif
+#ifdef CUDA_EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+    g_cur = nullptr;
+}
+
+// Back to the scheduler; returns when the scheduler resumes this fiber.
+void yield(bool final) {
+    Fiber& f = *g_cur;
+#ifdef CUDA_EMU_ASAN
+    __sanitizer_start_switch_fiber(final ? nullptr : &f.asan_fake, g_main_stack, g_main_stack_size);
+#else
+    (void)final;
+#endif
+#ifdef CUDA_EMU_USE_UCONTEXT
+    swapcontext((ucontext_t*)f.uc, &g_sched_uc);
+#else
+    cuda_emu_switch(&f.sp, g_sched_sp);
+#endif
+#ifdef CUDA_EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &g_main_stack, &g_main_stack_size);
+#endif
+}
+
+uint3 unflatten(int linear, dim3 d) {
+    return uint3{linear % d.x, (linear / d.x) % d.y, linear / (d.x * d.y)};
+}
+
+void new_interval() {  // a barrier was released: earlier accesses no longer race
+    g_block_sync = ++g_clock;
+}
+
+void run_threads_plain() {
+    const LaunchInfo& L = g_launch;
+    for (unsigned bz = 0; bz < L.grid.z; ++bz)
+        for (unsigned by = 0; by < L.grid.y; ++by)
+            for (unsigned bx = 0; bx < L.grid.x; ++bx) {
+                blockIdx = uint3{bx, by, bz};
+                new_interval();
+                int linear = 0;
+                for (unsigned z = 0; z < L.block.z; ++z)
+                    for (unsigned y = 0; y < L.block.y; ++y)
+                        for (unsigned x = 0; x < L.block.x; ++x) {
+                            threadIdx = uint3{x, y, z};
+                            g_linear = linear++;
+                            g_thread_fn(g_thread_ctx);
+                        }
+                if (g_abort) return;  // an error a sanitizer reported and recovered from
+            }
+}
+
+void fiber_body() {
+    if (g_plain) run_threads_plain();
+    else g_thread_fn(g_thread_ctx);
+    g_cur->state = DONE;
+    yield(true);
+    __builtin_unreachable();  // a finished fiber is never resumed
+}
+
+uint64_t next_random() {  // xorshift64*
+    g_rng ^= g_rng >> 12; g_rng ^= g_rng << 25; g_rng ^= g_rng >> 27;
+    return g_rng * 2685821657736338717ull;
+}
+
+// Lane `j` of a warp op group `m` (lanes of warp `base`): its result.
+bool warp_result(Fiber* lanes, unsigned m, int j, uint64_t& out) {
+    Fiber& f = lanes[j];
+    if (f.op == SYNCWARP) { out = 0; return true; }
+    if (f.op == BALLOT || f.op == ANY || f.op == ALL) {
+        unsigned bits = 0;
+        for (int k = 0; k < 32; ++k)
+            if ((m >> k & 1) && lanes[k].value) bits |= 1u << k;
+        out = f.op == BALLOT ? bits : f.op == ANY ? bits != 0 : bits == m;
+        return true;
+    }
+    int w = f.width;
+    if (w < 1 || w > 32 || (w & (w - 1))) {
+        report("%s at line %d: width %d must be a power of two between 1 and 32", op_name(true, f.op), f.line, w);
+        return false;
+    }
+    int seg = j & ~(w - 1), src = j, rel = j & (w - 1);
+    unsigned a = (unsigned)f.arg;
+    switch (f.op) {
+        case SHFL_IDX: src = seg + (int)(a & (unsigned)(w - 1)); break;
+        case SHFL_UP: src = (unsigned)rel >= a ? j - (int)a : j; break;
+        case SHFL_DOWN: src = rel + a < (unsigned)w ? j + (int)a : j; break;
+        case SHFL_XOR: src = (int)((unsigned)j ^ a); if (src >= seg + w) src = j; break;
+    }
+    if (src != j && !(m >> src & 1)) {
+        report("%s at line %d: lane %d reads lane %d, which is not in the mask 0x%08x (or does not exist); "
+               "the value would be undefined on a GPU (thread %s)",
+               op_name(true, f.op), f.line, j, src, m, thread_name(f.linear).c_str());
+        return false;
+    }
+    out = lanes[src].value;
+    return true;
+}
+
+// Releases every warp op group whose lanes have all arrived. Returns whether any did.
+bool release_warps(int n) {
+    bool progress = false;
+    for (int base = 0; base < n; base += 32) {
+        Fiber* lanes = &g_fibers[base];
+        int count = n - base < 32 ? n - base : 32;
+        unsigned exist = count == 32 ? 0xffffffffu : ((1u << count) - 1);
+        unsigned handled = 0;
+        for (int l = 0; l < count; ++l) {
+            Fiber& f = lanes[l];
+            if (f.state != AT_WARP_OP || (handled >> l & 1)) continue;
+            unsigned m = f.mask & exist;
+            if (!(m >> l & 1)) {
+                report("%s at line %d: the mask 0x%08x does not include the calling lane %d (thread %s)",
+                       op_name(true, f.op), f.line, f.mask, l, thread_name(f.linear).c_str());
+                return false;
+            }
+            bool ready = true;
+            for (int k = 0; k < count && ready; ++k) {
+                if (!(m >> k & 1)) continue;
+                Fiber& g = lanes[k];
+                if (g.state == DONE) {
+                    report("thread %s waits in %s at line %d for lane %d (thread %s), which has exited; "
+                           "every lane named in the mask must call it",
+                           thread_name(f.linear).c_str(), op_name(true, f.op), f.line, k, thread_name(g.linear).c_str());
+                    return false;
+                }
+                if (g.state != AT_WARP_OP) { ready = false; break; }
+                if ((g.mask & exist) != m || g.op != f.op) {
+                    report("divergent warp operation: thread %s calls %s(mask 0x%08x) at line %d while thread %s "
+                           "calls %s(mask 0x%08x) at line %d",
+                           thread_name(f.linear).c_str(), op_name(true, f.op), f.mask, f.line,
+                           thread_name(g.linear).c_str(), op_name(true, g.op), g.mask, g.line);
+                    return false;
+                }
+            }
+            if (!ready) continue;
+            for (int k = 0; k < count; ++k)
+                if ((m >> k & 1) && !warp_result(lanes, m, k, lanes[k].result)) return false;
+            for (int k = 0; k < count; ++k)
+                if (m >> k & 1) lanes[k].state = RUNNABLE;
+            handled |= m;
+            progress = true;
+            g_warp_sync[base / 32] = ++g_clock;
+        }
+    }
+    return progress;
+}
+
+// All live threads wait at a __syncthreads: check they agree, then release them.
+bool release_block(int n) {
+    Fiber *waiting = nullptr, *done = nullptr, *warp = nullptr;
+    for (int i = 0; i < n; ++i) {
+        Fiber& f = g_fibers[i];
+        if (f.state == AT_BARRIER && !waiting) waiting = &f;
+        if (f.state == DONE && !done) done = &f;
+        if (f.state == AT_WARP_OP && !warp) warp = &f;
+    }
+    if (warp) {
+        if (waiting)
+            report("deadlock: thread %s waits in %s at line %d for lanes that wait at %s at line %d (thread %s)",
+                   thread_name(warp->linear).c_str(), op_name(true, warp->op), warp->line,
+                   op_name(false, waiting->op), waiting->line, thread_name(waiting->linear).c_str());
+        else
+            report("deadlock: thread %s waits in %s(mask 0x%08x) at line %d for lanes that never arrive",
+                   thread_name(warp->linear).c_str(), op_name(true, warp->op), warp->mask, warp->line);
+        return false;
+    }
+    if (done) {
+        report("divergent barrier: thread %s exited while other threads wait at %s() at line %d. Every thread of a "
+               "block must reach each __syncthreads(); instead of an early 'return', guard the loads and stores",
+               thread_name(done->linear).c_str(), op_name(false, waiting->op), waiting->line);
+        return false;
+    }
+    int count = 0;
+    for (int i = 0; i < n; ++i) {
+        Fiber& f = g_fibers[i];
+        if (f.line != waiting->line || f.op != waiting->op) {
+            report("divergent barrier: thread %s waits at %s() at line %d while thread %s waits at %s() at line %d; "
+                   "all threads of a block must reach the same __syncthreads()",
+                   thread_name(waiting->linear).c_str(), op_name(false, waiting->op), waiting->line,
+                   thread_name(f.linear).c_str(), op_name(false, f.op), f.line);
+            return false;
+        }
+        count += f.value != 0;
+    }
+    uint64_t r = waiting->op == SYNC_COUNT ? count : waiting->op == SYNC_AND ? count == n
+               : waiting->op == SYNC_OR ? count != 0 : 0;
+    for (int i = 0; i < n; ++i) {
+        g_fibers[i].result = r;
+        g_fibers[i].state = RUNNABLE;
+    }
+    new_interval();
+    return true;
+}
+
+void run_block(int n, std::vector<int>& order) {
+    dim3 b = g_launch.block;
+    for (int i = 0; i < n; ++i) {
+        Fiber& f = g_fibers[i];
+        f.tid = unflatten(i, b);
+        f.linear = i;
+        f.state = RUNNABLE;
+        fiber_start(f);
+    }
+    new_interval();
+    for (;;) {
+        if (g_seed)  // a different thread order in every round exposes missing barriers
+            for (int i = n - 1; i > 0; --i) std::swap(order[i], order[next_random() % (i + 1)]);
+        for (int i = 0; i < n; ++i) {
+            Fiber& f = g_fibers[order[i]];
+            if (f.state != RUNNABLE) continue;
+            resume(f);
+            if (g_abort) return;
+        }
+        bool all_done = true;
+        bool any_warp = false;
+        for (int i = 0; i < n; ++i) {
+            all_done &= g_fibers[i].state == DONE;
+            any_warp |= g_fibers[i].state == AT_WARP_OP;
+        }
+        if (all_done) return;
+        if (any_warp && release_warps(n)) continue;
+        if (g_abort || !release_block(n)) return;
+    }
+}
+
+bool check_config(const void* fn, dim3 g, dim3 b, size_t smem) {
+    long long nt = (long long)b.x * b.y * b.z;
+    if (nt < 1 || nt > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535) {
+        g_status = cudaErrorInvalidConfiguration;
+        report("invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u); a block may have at most 1024 "
+               "threads (z at most 64) and every grid dimension must be at least 1",
+               g.x, g.y, g.z, b.x, b.y, b.z);
+        return false;
+    }
+    auto it = g_smem_limit.find(fn);
+    size_t limit = it == g_smem_limit.end() ? kDefaultSmemLimit : (size_t)it->second;
+    if (smem > limit || smem > g_dyn_smem_cap) {
+        g_status = cudaErrorInvalidValue;
+        report("the launch asks for %zu bytes of dynamic shared memory; without cudaFuncSetAttribute("
+               "kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) the limit is 48 KiB, and at most %zu",
+               smem, g_dyn_smem_cap);
+        return false;
+    }
+    return true;
+}
+}  // namespace
+
+std::string thread_name(int linear) {
+    uint3 t = unflatten(linear, g_launch.block);
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "(%u,%u,%u)", t.x, t.y, t.z);
+    return buf;
+}
+
+void report(const char* fmt, ...) {
+    g_abort = true;
+    if (!g_status) g_status = cudaErrorLaunchFailure;
+    if (!g_error.empty()) return;  // the first error is the one to fix
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char ctx[512];
+    std::snprintf(ctx, sizeof ctx, " [kernel '%s' launched at %s:%d, block (%u,%u,%u)]", g_launch.kernel,
+                  source_name, g_launch.line, blockIdx.x, blockIdx.y, blockIdx.z);
+    g_error = std::string(msg) + ctx;
+}
+
+void abandon_thread() {
+    g_abort = true;
+    if (g_cur) yield(true);  // never resumed: the scheduler stops the launch
+    std::fprintf(stderr, "cuda_emu: fatal error outside a kernel thread\n");
+    std::abort();
+}
+
+int block_sync(int line, int op, int pred) {
+    if (!g_cur || g_plain) {
+        report("%s() at line %d was called outside a kernel the CPU backend runs with barriers", op_name(false, op), line);
+        abandon_thread();
+    }
+    Fiber& f = *g_cur;
+    f.state = AT_BARRIER; f.line = line; f.op = op; f.value = (uint64_t)pred;
+    yield(false);
+    return (int)f.result;
+}
+
+uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value, int arg, int width) {
+    if (!g_cur || g_plain) {
+        report("%s at line %d was called outside a kernel the CPU backend runs with barriers", op_name(true, op), line);
+        abandon_thread();
+    }
+    Fiber& f = *g_cur;
+    f.state = AT_WARP_OP; f.line = line; f.op = op; f.mask = mask;
+    f.value = value; f.arg = arg; f.width = width;
+    yield(false);
+    return f.result;
+}
+
+unsigned active_mask() {
+    int n = g_launch.nthreads, base = g_linear & ~31;
+    unsigned m = 0;
+    for (int k = 0; k < 32 && base + k < n; ++k)
+        if (g_plain || g_fibers[base + k].state != DONE) m |= 1u << k;
+    return m;
+}
+
+void* dyn_smem(const char*) { return g_dyn_smem; }
+
+void set_max_dyn_smem(const void* fn, int bytes) { g_smem_limit[fn] = bytes; }
+
+int take_launch_status() {
+    int s = g_status;
+    g_status = 0;
+    return s;
+}
+
+void trap(int line, const char* what) {
+    report("%s at line %d (thread %s)", what, line, thread_name(g_linear).c_str());
+    abandon_thread();
+}
+
+void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 block, size_t smem, bool fibers,
+                 void (*thread)(void*), void* ctx) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_abort = false;
+    g_launch = LaunchInfo{kernel, line, grid, block, smem, (int)(block.x * block.y * block.z)};
+    blockIdx = uint3{0, 0, 0};
+    if (!check_config(fn, grid, block, smem)) return;
+    blockDim = block;
+    gridDim = grid;
+    g_thread_fn = thread;
+    g_thread_ctx = ctx;
+    g_rng = 0x9E3779B97F4A7C15ull * (g_seed | 1) + g_seed;
+    std::memset(g_dyn_smem, 0xff, smem);  // NaN / -1: reading unwritten shared memory shows
+    checks_new_launch();
+    int n = g_launch.nthreads;
+    g_plain = !fibers;
+    if (g_plain) {  // one fiber runs every thread in turn, so errors can still leave it
+        ensure_fibers(1);
+        g_fibers[0].linear = 0;
+        g_fibers[0].state = RUNNABLE;
+        fiber_start(g_fibers[0]);
+        resume(g_fibers[0]);
+    } else {
+        ensure_fibers(n);
+        std::vector<int> order(n);
+        for (int i = 0; i < n; ++i) order[i] = i;
+        for (unsigned bz = 0; bz < grid.z && !g_abort; ++bz)
+            for (unsigned by = 0; by < grid.y && !g_abort; ++by)
+                for (unsigned bx = 0; bx < grid.x && !g_abort; ++bx) {
+                    blockIdx = uint3{bx, by, bz};
+                    run_block(n, order);
+                }
+    }
+    g_plain = false;
+    std::fflush(stdout);  // kernel printf shows before the caller reads fd 1
+}
+
+}  // namespace cuda_emu
+
+extern "C" __attribute__((visibility("default"))) const char* cuda_emu_take_error(void) {
+    using namespace cuda_emu;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_error.empty()) return nullptr;
+    g_taken.swap(g_error);
+    g_error.clear();
+    return g_taken.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) void cuda_emu_configure(unsigned schedule_seed, int flags) {
+    using namespace cuda_emu;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_seed = schedule_seed;
+    g_flags = flags;
+}
