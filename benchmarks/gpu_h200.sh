@@ -10,7 +10,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --for
 for s in $steps; do
   case $s in
     tune)  timeout 240 python3 benchmarks/gpu_tune.py 2048 4096 2>&1 | tee $OUT/tune.log ;;
-    bench) timeout 300 python3 -m grader bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
+    bench) timeout 300 python3 -m grader.bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
+    test)  timeout 200 python3 -m pytest -q -x tests/test_kernels.py -m gpu -p no:cacheprovider 2>&1 | tail -5 | tee $OUT/test.log ;;
     ncu)   timeout 120 ncu --clock-control none --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,gpu__time_duration.sum \
              python3 benchmarks/gpu_ncu_conflicts.py > $OUT/ncu.log 2>&1; grep -E "gemm_kernel|bank_conflicts|wavefronts|duration" $OUT/ncu.log | head -40 ;;
   esac

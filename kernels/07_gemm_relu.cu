@@ -242,10 +242,10 @@ static void launchConfig(const float* A, const float* B, const float* bias, floa
 #define BIG_BM 128
 #endif
 #ifndef BIG_BN
-#define BIG_BN 128
+#define BIG_BN 256
 #endif
 #ifndef BIG_BK
-#define BIG_BK 8
+#define BIG_BK 16
 #endif
 #ifndef BIG_LANE_ROWS
 #define BIG_LANE_ROWS 4
@@ -254,10 +254,10 @@ static void launchConfig(const float* A, const float* B, const float* bias, floa
 #define BIG_STAGES 3
 #endif
 #ifndef BIG_MIN_BLOCKS
-#define BIG_MIN_BLOCKS 2
+#define BIG_MIN_BLOCKS 1
 #endif
 #ifndef SMALL_TILE_THRESHOLD
-#define SMALL_TILE_THRESHOLD 132  // fewer big tiles than SMs: use the small tiles
+#define SMALL_TILE_THRESHOLD 100  // too few big tiles to fill most of the 132 SMs: use the small tiles
 #endif
 
 template <bool VEC>
