@@ -9,7 +9,7 @@ In a notebook:
 On the command line: python -m grader list | doctor | check | batch | bench.
 """
 from .binding import load, resolve_backend
-from .errors import CannotGrade, CompileError, GraderError, KernelError, SubmissionError
+from .errors import CannotGrade, CompileError, GraderError, KernelError, LauncherError, SubmissionError
 from .exercises import EXERCISES
 
 
@@ -44,4 +44,4 @@ def resources(source_or_path, exercise: str | None = None, arch: str | None = No
 
 
 __all__ = ["load", "check", "resources", "resolve_backend", "EXERCISES", "GraderError", "CannotGrade",
-           "CompileError", "KernelError", "SubmissionError"]
+           "CompileError", "KernelError", "LauncherError", "SubmissionError"]
