@@ -33,11 +33,14 @@ struct Range {
 };
 
 std::vector<Range> g_ranges;
+std::vector<uint16_t> g_idmap;  // 4-byte word of [g_all_lo, g_all_hi) -> 1 + index in g_ranges, or 0
 uintptr_t g_lo = 0, g_span = 0;  // [g_lo, g_lo+g_span) covers every range when detection is on
 uintptr_t g_all_lo = UINTPTR_MAX, g_all_hi = 0;
 
+bool g_block_checked = true;
+
 void update_window() {
-    if (g_flags & 1) { g_lo = g_all_lo; g_span = g_all_hi > g_all_lo ? g_all_hi - g_all_lo : 0; }
+    if ((g_flags & 1) && g_block_checked) { g_lo = g_all_lo; g_span = g_all_hi > g_all_lo ? g_all_hi - g_all_lo : 0; }
     else { g_lo = 0; g_span = 0; }
 }
 
@@ -47,8 +50,12 @@ void add_range(uintptr_t lo, size_t bytes, const char* name, const unsigned* dim
     Range r{lo, lo + bytes, name, std::vector<unsigned>(dims, dims + rank), elem ? elem : 1, dyn, {}};
     r.shadow.resize((bytes + 3) / 4);
     g_ranges.push_back(std::move(r));
-    g_all_lo = std::min(g_all_lo, lo);
+    g_all_lo = std::min(g_all_lo, lo & ~(uintptr_t)3);
     g_all_hi = std::max(g_all_hi, (uintptr_t)(lo + bytes));
+    g_idmap.assign((g_all_hi - g_all_lo + 3) / 4 + 1, 0);
+    for (size_t i = 0; i < g_ranges.size(); ++i)
+        for (uintptr_t w = (g_ranges[i].lo - g_all_lo) / 4; w < (g_ranges[i].hi - g_all_lo + 3) / 4; ++w)
+            g_idmap[w] = (uint16_t)(i + 1);
     update_window();
 }
 
@@ -81,10 +88,9 @@ void race(const Range& r, size_t off, const char* what_b, const void* pc_b, int 
 
 void access(const void* p, size_t n, bool write, const void* pc) {
     uintptr_t a = (uintptr_t)p;
-    Range* r = nullptr;
-    for (auto& x : g_ranges)
-        if (a >= x.lo && a < x.hi) { r = &x; break; }
-    if (!r) return;
+    uint16_t id = g_idmap[(a - g_lo) >> 2];
+    if (!id) return;  // another global that lies between two shared arrays
+    Range* r = &g_ranges[id - 1];
     size_t off = a - r->lo;
     if (r->dynamic && off + n > g_launch.smem) {
         report("out-of-bounds access to extern __shared__ %s: thread %s %s bytes %zu..%zu at %s, but the launch "
@@ -137,6 +143,16 @@ void checks_new_launch() {
     ASAN_UNPOISON_MEMORY_REGION(g_dyn_smem, g_dyn_smem_cap);
     ASAN_POISON_MEMORY_REGION(g_dyn_smem + g_launch.smem, g_dyn_smem_cap - g_launch.smem);
 #endif
+}
+
+void checks_new_block() {
+    // Races show in every block of a tiled kernel, so by default only the first blocks and
+    // the edge blocks (ragged tiles) are checked; flags bit 1 checks every block.
+    const dim3 g = g_launch.grid;
+    const uint3 b = blockIdx;
+    bool edge = (g.x > 1 && b.x + 1 == g.x) || (g.y > 1 && b.y + 1 == g.y) || (g.z > 1 && b.z + 1 == g.z);
+    g_block_checked = (g_flags & 2) || edge || b.x + b.y * g.x + b.z * g.x * g.y < 4;
+    update_window();
 }
 
 std::string source_line(const void* pc) {

@@ -45,6 +45,8 @@ constexpr size_t kDefaultSmemLimit = 48 * 1024;
 
 std::mutex g_mutex;             // one launch at a time (shared state is global)
 std::vector<Fiber> g_fibers;    // stacks are kept between launches
+std::vector<int> g_order;       // the order of a round (shuffled with a seed)
+int g_pos = 0;                  // position of the running fiber in g_order
 Fiber* g_cur = nullptr;
 bool g_plain = false;           // running a kernel with no barriers as a plain loop
 void (*g_thread_fn)(void*) = nullptr;
@@ -122,10 +124,23 @@ void fiber_start(Fiber& f) {
 #endif
 }
 
-void resume(Fiber& f) {
+void enter(Fiber& f) {
     g_cur = &f;
     g_linear = f.linear;
     threadIdx = f.tid;
+}
+
+// The next runnable fiber of this round, in the round's order (nullptr at the end).
+Fiber* next_runnable() {
+    while (++g_pos < (int)g_order.size()) {
+        Fiber& f = g_fibers[g_order[g_pos]];
+        if (f.state == RUNNABLE) return &f;
+    }
+    return nullptr;
+}
+
+void resume(Fiber& f) {  // scheduler -> fiber; returns when the round is over
+    enter(f);
 #ifdef CUDA_EMU_ASAN
     void* fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, f.stack, f.stack_size);
@@ -141,9 +156,23 @@ void resume(Fiber& f) {
     g_cur = nullptr;
 }
 
-// Back to the scheduler; returns when the scheduler resumes this fiber.
+// Leaves the running fiber: straight to the next runnable one (half the switches of
+// going through the scheduler), or back to the scheduler at the end of the round.
+// Returns when this fiber is resumed.
 void yield(bool final) {
     Fiber& f = *g_cur;
+#ifndef CUDA_EMU_ASAN
+    Fiber* next = g_abort || g_plain ? nullptr : next_runnable();
+    if (next) {
+        enter(*next);
+#ifdef CUDA_EMU_USE_UCONTEXT
+        swapcontext((ucontext_t*)f.uc, (ucontext_t*)next->uc);
+#else
+        cuda_emu_switch(&f.sp, next->sp);
+#endif
+        return;
+    }
+#endif
 #ifdef CUDA_EMU_ASAN
     __sanitizer_start_switch_fiber(final ? nullptr : &f.asan_fake, g_main_stack, g_main_stack_size);
 #else
@@ -167,13 +196,18 @@ void new_interval() {  // a barrier was released: earlier accesses no longer rac
     g_block_sync = ++g_clock;
 }
 
+void new_block(uint3 b) {
+    blockIdx = b;
+    new_interval();
+    checks_new_block();
+}
+
 void run_threads_plain() {
     const LaunchInfo& L = g_launch;
     for (unsigned bz = 0; bz < L.grid.z; ++bz)
         for (unsigned by = 0; by < L.grid.y; ++by)
             for (unsigned bx = 0; bx < L.grid.x; ++bx) {
-                blockIdx = uint3{bx, by, bz};
-                new_interval();
+                new_block(uint3{bx, by, bz});
                 int linear = 0;
                 for (unsigned z = 0; z < L.block.z; ++z)
                     for (unsigned y = 0; y < L.block.y; ++y)
@@ -329,7 +363,8 @@ bool release_block(int n) {
     return true;
 }
 
-void run_block(int n, std::vector<int>& order) {
+void run_block(int n) {
+    std::vector<int>& order = g_order;
     dim3 b = g_launch.block;
     for (int i = 0; i < n; ++i) {
         Fiber& f = g_fibers[i];
@@ -338,16 +373,12 @@ void run_block(int n, std::vector<int>& order) {
         f.state = RUNNABLE;
         fiber_start(f);
     }
-    new_interval();
     for (;;) {
         if (g_seed)  // a different thread order in every round exposes missing barriers
             for (int i = n - 1; i > 0; --i) std::swap(order[i], order[next_random() % (i + 1)]);
-        for (int i = 0; i < n; ++i) {
-            Fiber& f = g_fibers[order[i]];
-            if (f.state != RUNNABLE) continue;
-            resume(f);
-            if (g_abort) return;
-        }
+        g_pos = -1;
+        if (Fiber* first = next_runnable()) resume(*first);
+        if (g_abort) return;
         bool all_done = true;
         bool any_warp = false;
         for (int i = 0; i < n; ++i) {
@@ -481,13 +512,13 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
         resume(g_fibers[0]);
     } else {
         ensure_fibers(n);
-        std::vector<int> order(n);
-        for (int i = 0; i < n; ++i) order[i] = i;
+        g_order.resize(n);
+        for (int i = 0; i < n; ++i) g_order[i] = i;
         for (unsigned bz = 0; bz < grid.z && !g_abort; ++bz)
             for (unsigned by = 0; by < grid.y && !g_abort; ++by)
                 for (unsigned bx = 0; bx < grid.x && !g_abort; ++bx) {
-                    blockIdx = uint3{bx, by, bz};
-                    run_block(n, order);
+                    new_block(uint3{bx, by, bz});
+                    run_block(n);
                 }
     }
     g_plain = false;

@@ -48,5 +48,6 @@ CUDA_EMU_API std::string thread_name(int linear);
 // "kernel.cu:42" for a code address in this library ("line ?" if unknown).
 CUDA_EMU_API std::string source_line(const void* pc);
 CUDA_EMU_API void checks_new_launch();
+CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked
 
 }  // namespace cuda_emu
