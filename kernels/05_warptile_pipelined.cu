@@ -224,13 +224,13 @@ static void launchConfig(const float* A, const float* B, float* C, int M, int N,
 #define BIG_BN 256
 #endif
 #ifndef BIG_BK
-#define BIG_BK 16
+#define BIG_BK 32
 #endif
 #ifndef BIG_LANE_ROWS
 #define BIG_LANE_ROWS 4
 #endif
 #ifndef BIG_STAGES
-#define BIG_STAGES 3
+#define BIG_STAGES 2
 #endif
 #ifndef BIG_MIN_BLOCKS
 #define BIG_MIN_BLOCKS 1

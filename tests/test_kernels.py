@@ -84,7 +84,7 @@ def test_relu_mask_correct_on_gpu():
     _gpu()
     from grader import bench
     mod = bench.load_kernel("06_relu_mask.cu", "relu_mask")
-    for i, (m, n) in enumerate([(1, 1), (17, 33), (127, 253), (3, 64), (1000, 1000), (2, 4097)]):
+    for i, (m, n) in enumerate([(1, 1), (17, 33), (127, 253), (3, 64), (3, 256), (1000, 1000), (2, 4097), (7, 4096)]):
         assert bench.check_relu(mod, m, n, seed=i) == 0.0, (m, n)
 
 
