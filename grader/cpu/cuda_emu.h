@@ -68,12 +68,11 @@ static constexpr int warpSize = 32;
 // ---- runtime (runtime.cpp) ----------------------------------------------------
 typedef struct CUstream_st* cudaStream_t;
 namespace cuda_emu {
-enum WarpOp { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, ANY, ALL, SYNCWARP };
+enum WarpOp { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, ANY, ALL, SYNCWARP, ACTIVEMASK };
 enum BlockOp { SYNC, SYNC_COUNT, SYNC_AND, SYNC_OR };
 extern CUDA_EMU_API const char* const source_name;  // the learner's file name
 CUDA_EMU_API int block_sync(int line, int op, int pred);
 CUDA_EMU_API uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value, int arg, int width);
-CUDA_EMU_API unsigned active_mask();
 CUDA_EMU_API void* dyn_smem(const char* name);
 CUDA_EMU_API void register_shared(const void* p, size_t bytes, const char* name,
                                   const unsigned* dims, int rank, size_t elem);
@@ -133,8 +132,9 @@ static inline T shfl(int line, unsigned mask, T v, int arg, int width = 32) {
 #define __ballot_sync(m, p) ((unsigned)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::BALLOT, (m), (p) != 0, 0, 32))
 #define __any_sync(m, p) ((int)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::ANY, (m), (p) != 0, 0, 32))
 #define __all_sync(m, p) ((int)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::ALL, (m), (p) != 0, 0, 32))
-// Only knows which lanes have exited, not which lanes share the caller's branch.
-#define __activemask() ::cuda_emu::active_mask()
+// The lanes of the warp that call this same __activemask() once every lane has exited or
+// blocked: that is the set of lanes that took the caller's branch.
+#define __activemask() ((unsigned)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::ACTIVEMASK, 0, 0, 0, 32))
 #define __trap() ::cuda_emu::trap(__LINE__, "__trap()")
 #define __threadfence() ((void)0)
 #define __threadfence_block() ((void)0)

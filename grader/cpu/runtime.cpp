@@ -69,7 +69,7 @@ size_t g_main_stack_size = 0;
 
 const char* op_name(bool warp, int op) {
     static const char* warp_ops[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
-                                     "__ballot_sync", "__any_sync", "__all_sync", "__syncwarp"};
+                                     "__ballot_sync", "__any_sync", "__all_sync", "__syncwarp", "__activemask"};
     static const char* block_ops[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                                       "__syncthreads_or"};
     return warp ? warp_ops[op] : block_ops[op];
@@ -275,9 +275,11 @@ bool release_warps(int n) {
         int count = n - base < 32 ? n - base : 32;
         unsigned exist = count == 32 ? 0xffffffffu : ((1u << count) - 1);
         unsigned handled = 0;
+        bool pending_mask = false, warp_progress = false;
         for (int l = 0; l < count; ++l) {
             Fiber& f = lanes[l];
             if (f.state != AT_WARP_OP || (handled >> l & 1)) continue;
+            if (f.op == ACTIVEMASK) { pending_mask = true; continue; }
             unsigned m = f.mask & exist;
             if (!(m >> l & 1)) {
                 report("%s at line %d: the mask 0x%08x does not include the calling lane %d (thread %s)",
@@ -309,8 +311,23 @@ bool release_warps(int n) {
             for (int k = 0; k < count; ++k)
                 if (m >> k & 1) lanes[k].state = RUNNABLE;
             handled |= m;
-            progress = true;
+            progress = warp_progress = true;
             g_warp_sync[base / 32] = ++g_clock;
+        }
+        // __activemask() answers once no lane of the warp can run: the lanes waiting at the
+        // same call are then the lanes that took the caller's branch.
+        if (pending_mask && !warp_progress) {
+            for (int l = 0; l < count; ++l) {
+                Fiber& f = lanes[l];
+                if (f.state != AT_WARP_OP || f.op != ACTIVEMASK) continue;
+                unsigned here = 0;
+                for (int k = 0; k < count; ++k)
+                    if (lanes[k].state == AT_WARP_OP && lanes[k].op == ACTIVEMASK && lanes[k].line == f.line)
+                        here |= 1u << k;
+                for (int k = 0; k < count; ++k)
+                    if (here >> k & 1) { lanes[k].result = here; lanes[k].state = RUNNABLE; }
+                progress = true;
+            }
         }
     }
     return progress;
@@ -463,14 +480,6 @@ uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value, int arg, int
     f.value = value; f.arg = arg; f.width = width;
     yield(false);
     return f.result;
-}
-
-unsigned active_mask() {
-    int n = g_launch.nthreads, base = g_linear & ~31;
-    unsigned m = 0;
-    for (int k = 0; k < 32 && base + k < n; ++k)
-        if (g_plain || g_fibers[base + k].state != DONE) m |= 1u << k;
-    return m;
 }
 
 void* dyn_smem(const char*) { return g_dyn_smem; }

@@ -1,0 +1,61 @@
+"""Build kernel sources with the CPU backend and call them through ctypes."""
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import tempfile
+
+import numpy as np
+
+from grader.cpu import compile_library
+
+_DIR = pathlib.Path(tempfile.mkdtemp(prefix="cpu_backend_tests_"))
+
+
+def build(source: str, name: str, *, sanitize: bool = False, prelude: str = "") -> pathlib.Path:
+    out = _DIR / f"{name}.so"
+    compile_library(source, out, filename=f"{name}.cu", prelude=prelude, sanitize=sanitize)
+    return out
+
+
+class Lib:
+    def __init__(self, path: pathlib.Path):
+        self.dll = ctypes.CDLL(str(path))
+        self.dll.cuda_emu_take_error.restype = ctypes.c_char_p
+        self.dll.cuda_emu_configure.argtypes = [ctypes.c_uint, ctypes.c_int]
+
+    def __call__(self, fn: str, *args):
+        conv = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else ctypes.c_int(a) for a in args]
+        getattr(self.dll, fn)(*conv)
+        return self.error()
+
+    def error(self) -> str | None:
+        e = self.dll.cuda_emu_take_error()
+        return e.decode() if e else None
+
+    def configure(self, seed: int, flags: int):
+        self.dll.cuda_emu_configure(seed, flags)
+
+
+def line_of(source: str, marker: str) -> int:
+    """1-based line of the first line containing marker."""
+    for i, line in enumerate(source.splitlines(), 1):
+        if marker in line:
+            return i
+    raise AssertionError(marker)
+
+
+def capture_stdout(fn) -> str:
+    """Run fn() and return what it wrote to fd 1 (kernel printf goes to the C stdout)."""
+    r, w = os.pipe()
+    saved = os.dup(1)
+    os.dup2(w, 1)
+    try:
+        fn()
+    finally:
+        os.dup2(saved, 1)
+        os.close(w)
+        os.close(saved)
+    with os.fdopen(r) as f:
+        return f.read()
