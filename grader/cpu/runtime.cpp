@@ -4,6 +4,8 @@
 // reported: divergent barrier, thread exited while others wait, deadlock).
 #include "runtime_internal.h"
 
+#include <cxxabi.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <cstdarg>
 #include <mutex>
@@ -408,6 +410,26 @@ void run_block(int n) {
     }
 }
 
+// The kernel's own name (the launch text may be a macro parameter): its symbol, demangled.
+const char* kernel_name(const void* fn, const char* text) {
+    static std::unordered_map<const void*, std::string> names;
+    auto it = names.find(fn);
+    if (it != names.end()) return it->second.c_str();
+    std::string name = text;
+    Dl_info info;
+    if (dladdr(fn, &info) && info.dli_sname && info.dli_saddr == fn) {
+        int status = 0;
+        char* d = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+        std::string full = status == 0 && d ? d : info.dli_sname;
+        std::free(d);
+        size_t paren = full.find('(');
+        full = full.substr(0, paren);
+        if (full.rfind("void ", 0) == 0) full = full.substr(5);
+        if (!full.empty()) name = full;
+    }
+    return names.emplace(fn, name).first->second.c_str();
+}
+
 bool check_config(const void* fn, dim3 g, dim3 b, size_t smem) {
     long long nt = (long long)b.x * b.y * b.z;
     if (nt < 1 || nt > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535) {
@@ -501,7 +523,7 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
                  void (*thread)(void*), void* ctx) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_abort = false;
-    g_launch = LaunchInfo{kernel, line, grid, block, smem, (int)(block.x * block.y * block.z)};
+    g_launch = LaunchInfo{kernel_name(fn, kernel), line, grid, block, smem, (int)(block.x * block.y * block.z)};
     blockIdx = uint3{0, 0, 0};
     if (!check_config(fn, grid, block, smem)) return;
     blockDim = block;

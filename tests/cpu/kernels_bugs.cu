@@ -1,0 +1,91 @@
+// Kernels with the bugs the CPU backend must catch (each marked with a BUG comment).
+#include <cuda_runtime.h>
+#define T 16
+
+__global__ void early_return(const float* A, const float* B, float* C, int M, int N, int K) {
+    __shared__ float As[T][T], Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    if (row >= M || col >= N) return;  // BUG: early return
+    float acc = 0.f;
+    for (int t = 0; t < K; t += T) {
+        As[ty][tx] = t + tx < K ? A[row * K + t + tx] : 0.f;
+        Bs[ty][tx] = t + ty < K ? B[(t + ty) * N + col] : 0.f;
+        __syncthreads();  // WAIT: first barrier
+        for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    C[row * N + col] = acc;
+}
+
+__global__ void missing_barrier(const float* A, const float* B, float* C, int M, int N, int K) {
+    __shared__ float As[T][T], Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    float acc = 0.f;
+    for (int t = 0; t < K; t += T) {
+        As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.f;  // WRITE: tile load
+        Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.f;
+        __syncthreads();
+        for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];  // READ: tile use
+        // BUG: no second __syncthreads()
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+
+#define LAUNCH_GEMM(kern)                                                              \
+    extern "C" void kern##_gemm(const float* A, const float* B, float* C, int M, int N, int K) { \
+        kern<<<dim3((N + T - 1) / T, (M + T - 1) / T), dim3(T, T)>>>(A, B, C, M, N, K);  \
+    }
+LAUNCH_GEMM(early_return)
+LAUNCH_GEMM(missing_barrier)
+
+__global__ void branch_barriers(float* out) {
+    if (threadIdx.x < 8) {
+        __syncthreads();  // BARRIER A
+    } else {
+        __syncthreads();  // BARRIER B
+    }
+    out[threadIdx.x] = 1.f;
+}
+extern "C" void divergent(float* out) { branch_barriers<<<1, 32>>>(out); }
+
+__global__ void shared_oob(float* out) {
+    __shared__ float tile[T][T];
+    tile[threadIdx.y][threadIdx.x] = 1.f;
+    __syncthreads();
+    out[threadIdx.y * T + threadIdx.x] = tile[threadIdx.y][threadIdx.x + 1];  // BUG: OOB
+}
+extern "C" void shared_oob_launch(float* out) { shared_oob<<<1, dim3(T, T)>>>(out); }
+
+__global__ void dyn_oob(float* out, int n) {
+    extern __shared__ float buf[];
+    buf[threadIdx.x] = 1.f;  // BUG: dyn OOB
+    __syncthreads();
+    out[threadIdx.x] = buf[threadIdx.x];
+}
+extern "C" void dyn_oob_launch(float* out, int n) { dyn_oob<<<1, n, 32 * sizeof(float)>>>(out, n); }
+
+__global__ void bad_shuffle(int* out) {
+    int v = __shfl_down_sync(0xffffu, (int)threadIdx.x, 8);  // BUG: lanes 8..15 read outside the mask
+    out[threadIdx.x] = v;
+}
+extern "C" void bad_shuffle_launch(int* out) { bad_shuffle<<<1, 16>>>(out); }
+
+__global__ void marks(float* out) {
+    out[blockIdx.x] = 1.f;
+    if (blockIdx.x == 1 && threadIdx.x == 0) return;  // BUG: block 1 diverges
+    __syncthreads();
+}
+extern "C" void sticky(float* out, int blocks) { marks<<<blocks, 32>>>(out); }
+
+extern "C" int too_many_threads(float* out) {
+    marks<<<1, 2048>>>(out);  // BUG: 2048 threads per block
+    return cudaGetLastError();
+}
+
+__global__ void misaligned(const float* in, float* out) {
+    float4 v = *reinterpret_cast<const float4*>(in + 1);  // BUG: misaligned
+    out[0] = v.x;
+}
+extern "C" void misaligned_launch(const float* in, float* out) { misaligned<<<1, 1>>>(in, out); }
