@@ -1,0 +1,93 @@
+"""The notebooks' format: exercises are generated from solutions and kept clean.
+
+The solutions themselves are executed by `pytest --nbval-lax solutions/` (course.sh test).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import notebooks
+from grader.exercises import EXERCISES
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+IDS = [p.stem for p in SOLUTIONS]
+
+
+def read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def code(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def test_there_are_solutions():
+    assert SOLUTIONS, "solutions/ has no notebooks"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
+def test_exercise_is_generated_from_solution(path):
+    exercise = ROOT / "notebooks" / path.name
+    assert exercise.is_file(), f"notebooks/{path.name} missing: run python -m grader.notebooks"
+    want = notebooks.render(notebooks.exercise_version(read(path)))
+    assert exercise.read_text() == want, (f"notebooks/{path.name} is out of date with solutions/: "
+                                          "run python -m grader.notebooks")
+
+
+def test_no_exercise_without_solution():
+    names = {p.name for p in SOLUTIONS}
+    extra = [p.name for p in (ROOT / "notebooks").glob("*.ipynb") if p.name not in names]
+    assert not extra, f"notebooks without a solution: {extra}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
+def test_exercise_has_no_outputs_and_no_solutions(path):
+    nb = read(ROOT / "notebooks" / path.name)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.outputs and cell.execution_count is None, "exercise notebooks keep no outputs"
+            assert "BEGIN SOLUTION" not in cell.source and "END SOLUTION" not in cell.source
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
+def test_solution_shape(path):
+    nb = read(path)
+    nbformat.validate(nb)
+    assert re.match(r"\d\d_\w+\.ipynb$", path.name)
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith(f"# {path.name[:2]} ")
+    assert any(c.cell_type == "markdown" and c.source.lstrip().startswith("## Summary") for c in nb.cells), \
+        "a solution notebook ends with a '## Summary' cell"
+    assert any("grader.check(" in s for s in code(nb)), "a solution notebook calls grader.check at least once"
+    joined = "\n".join(code(nb))
+    assert joined.count("BEGIN SOLUTION") == joined.count("END SOLUTION") >= 1
+    for src in code(nb):  # every solution block has its line budget just above it
+        lines = src.split("\n")
+        for i, line in enumerate(lines):
+            if "BEGIN SOLUTION" in line:
+                assert i > 0 and notebooks.BUDGET.search(lines[i - 1]), f"no FILL ME IN budget above:\n{line}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
+def test_kernel_cells(path):
+    """`# kernel: EXERCISE` cells name a real exercise and define SOURCE, in both versions."""
+    sol = notebooks.kernel_cells(read(path))
+    ex = notebooks.kernel_cells(read(ROOT / "notebooks" / path.name))
+    assert set(sol) == set(ex)
+    for name, source in sol.items():
+        assert name in EXERCISES, f"unknown exercise {name!r} in a '# kernel:' cell"
+        assert "extern \"C\"" in source
+        assert "FILL ME IN" in ex[name] and "BEGIN SOLUTION" not in ex[name]
+
+
+def test_strip_solutions():
+    src = "a\n    // FILL ME IN (roughly 2 lines)\n    // BEGIN SOLUTION\n    x;\n\n    y;\n    // END SOLUTION\nb"
+    assert notebooks.strip_solutions(src) == "a\n    // FILL ME IN (roughly 2 lines)\nb"
+    assert notebooks.strip_solutions("  # BEGIN SOLUTION\n  z = 1\n  # END SOLUTION") == \
+        "  # FILL ME IN (roughly 1 line)"
+    with pytest.raises(ValueError):
+        notebooks.strip_solutions("// BEGIN SOLUTION\nx")
