@@ -30,6 +30,12 @@ class Case:
     tolerance: dict[str, torch.Tensor] = field(default_factory=dict)  # per-element bound
     either: dict[str, torch.Tensor] = field(default_factory=dict)     # ambiguous ReLU elements
 
+    @property
+    def digests(self) -> dict[str, str]:
+        """sha256 of each input's bytes as the parent holds them (the worker sends its own after the call)."""
+        import hashlib
+        return {k: hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest() for k, v in self.inputs.items()}
+
 
 @dataclass
 class Mismatch:

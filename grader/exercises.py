@@ -26,6 +26,7 @@ KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 GEMM_SHAPES = ((1, 1, 1), (17, 33, 65), (127, 253, 61), (64, 64, 64), (200, 129, 300), (513, 257, 1000))
 GEMM_SHAPES_SMALL = GEMM_SHAPES[:4]  # for the CPU backend, which runs kernels ~1000x slower
 RELU_SHAPES = ((1, 1), (3, 31), (17, 33), (64, 96), (127, 1000), (1000, 1031))
+RELU_SHAPES_SMALL = RELU_SHAPES[:5]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class Exercise:
     shapes: tuple[tuple[int, ...], ...]
     cpu_shapes: tuple[tuple[int, ...], ...]
     bench_shape: tuple[int, ...]
+    baseline_exercise: str | None = None  # whose launchers the baseline file defines (default: this one)
+    baseline_epilogue: str | None = None  # "bias_relu_mask": torch's bias + ReLU + mask after the baseline GEMM
+
+    def __post_init__(self):
+        if self.baseline_exercise is None:
+            object.__setattr__(self, "baseline_exercise", self.name)
 
     @property
     def launchers(self) -> tuple[contract.Launcher, ...]:
@@ -49,7 +56,7 @@ class Exercise:
 
     @property
     def baseline_path(self) -> Path | None:
-        return None if self.baseline in (None, "cublas") else KERNELS_DIR / self.baseline
+        return None if self.baseline in (None, "cublas", "torch") else KERNELS_DIR / self.baseline
 
 
 EXERCISES: dict[str, Exercise] = {e.name: e for e in (
@@ -61,10 +68,13 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "03_conflict_free.cu", "03_bank_conflicts.cu", 1.1, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
     Exercise("register_blocked", "each thread computes a TM x TN tile of C from registers, float4 loads",
              "04_register_blocked.cu", "02_tiled.cu", 2.5, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
+    # baseline: torch's pair, relu(X) then threshold_backward(dY, Y, 0) (Y kept instead of a mask)
     Exercise("relu_mask", "ReLU forward writes a 1-bit mask with __ballot_sync; backward reads the mask",
-             "06_relu_mask.cu", None, None, RELU_SHAPES, RELU_SHAPES, (8192, 8192)),
+             "06_relu_mask.cu", "torch", 1.0, RELU_SHAPES, RELU_SHAPES_SMALL, (8192, 8192)),
+    # baseline: our best GEMM (05) followed by torch's bias add, ReLU and sign mask, unfused
     Exercise("gemm_relu", "GEMM with bias + ReLU + mask fused into its epilogue",
-             "07_gemm_relu.cu", None, None, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096)),
+             "07_gemm_relu.cu", "05_warptile_pipelined.cu", 1.0, GEMM_SHAPES, GEMM_SHAPES_SMALL,
+             (4096, 4096, 4096), baseline_exercise="register_blocked", baseline_epilogue="bias_relu_mask"),
 )}
 
 

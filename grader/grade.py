@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import binding, checks, exercises, sandbox, toolchain
+from . import binding, checks, exercises, forbidden, sandbox, toolchain
 from .errors import CannotGrade, CompileError, SubmissionError
 from .worker import timed_inputs
 
@@ -54,15 +54,28 @@ class Result:
 
 
 def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | None = None,
-          thresholds_file=None, timeout: float | None = None, time_it: bool = True) -> Result:
-    """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2)."""
+          thresholds_file=None, timeout: float | None = None, time_it: bool = True,
+          compile_timeout: float | None = None, gpu: int | None = None, scan: bool = True) -> Result:
+    """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2).
+
+    timeout: seconds the child may run the kernel (all shapes and the timed runs);
+    compile_timeout: seconds nvcc may take; gpu: the GPU index the child runs on (batch);
+    scan=False skips the forbidden-construct scan (only for the grader's own tests).
+    """
     ex = exercises.get(exercise, thresholds_file)
     backend = binding.resolve_backend(backend)
     res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" else None)
+    if compile_timeout:
+        toolchain.COMPILE_TIMEOUT_S = float(compile_timeout)
     try:
         source, filename = binding.read_source(source_or_path)
         if not source.strip():
             raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
+        problems = forbidden.scan(source) if scan else []
+        if problems:
+            res.message = forbidden.message(problems, filename)
+            res.hint = "Write the GEMM yourself in __global__ kernels; only the CUDA runtime and standard headers."
+            return res
         build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename)
     except CompileError as e:
         res.message = f"does not compile:\n{e}"
@@ -80,15 +93,18 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
                "schedules": SCHEDULES_CPU if backend == "cpu" else [0]}
     timed = backend == "cuda" and time_it and ex.threshold is not None
     if timed:
-        base = toolchain.build(ex.baseline_path.read_text(), backend="cuda", exercise=exercise,
+        base = toolchain.build(ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise,
                                filename=ex.baseline) if ex.baseline_path else None
         tseed = secrets.randbits(62)
         rows = sorted(secrets.SystemRandom().sample(range(ex.bench_shape[0]), 4))
-        request |= {"timing": {"shape": list(ex.bench_shape), "seed": tseed, "rows": rows},
-                    "baseline_lib": str(base.path) if base else None, "baseline_exercise": exercise}
+        request |= {"timing": {"shape": list(ex.bench_shape), "seed": tseed, "rows": rows,
+                               "baseline": "lib" if base else ex.baseline,
+                               "baseline_epilogue": ex.baseline_epilogue},
+                    "baseline_lib": str(base.path) if base else None,
+                    "baseline_exercise": ex.baseline_exercise}
     wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
             for i, c in enumerate(cases)]
-    run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
+    run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu)
     res.output = run.output if run.crashed or run.timed_out else _printed(run.output)
     _verdict_correctness(res, cases, run)
     if res.correct and timed:
@@ -117,6 +133,7 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         if "case" in meta:
             by_case.setdefault(meta["case"], []).append((meta, arrays))
     mismatches, passed_shapes = [], []
+    seen: dict[tuple, list] = {}  # shape -> outputs so far: a replayed answer shows
     for i, case in enumerate(cases):
         got = by_case.get(i, [])
         if not got:
@@ -131,6 +148,15 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"
             return
+        tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items()
+                           if h != case.digests[k]})
+        if tampered:
+            res.shapes.append(ShapeResult(list(case.shape), False, f"wrote to its input {', '.join(tampered)}"))
+            res.message = (f"the kernel wrote to its input {' and '.join(tampered)} at shape "
+                           f"{'x'.join(map(str, case.shape))}: inputs are const and must be left as they were.")
+            res.hint = ("Only the output(s) may be written. Look for a store through a const_cast pointer, or "
+                        "an index that runs past the output into another buffer.")
+            return
         outs = [{k: torch.from_numpy(v) for k, v in arrays.items()} for _, arrays in got]
         if len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:]):
             res.shapes.append(ShapeResult(list(case.shape), False, "result changes between runs"))
@@ -142,6 +168,16 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         problems = [checks.compare(case, name, outs[0].get(name, torch.empty(0)))
                     for name in case.expected]
         problems = [p for p in problems if p]
+        replayed = problems and next((j for j, prev in seen.get(tuple(case.shape), [])
+                                      if _same(prev, outs[0])), None)
+        seen.setdefault(tuple(case.shape), []).append((i, outs[0]))
+        if replayed is not None and problems:
+            res.shapes.append(ShapeResult(list(case.shape), False, "replays the answer to an earlier input"))
+            res.message = (f"at shape {'x'.join(map(str, case.shape))} the kernel returned, for a new input, "
+                           "exactly the answer it gave for an earlier input of the same shape: results must "
+                           "be computed from the inputs of each call, not replayed.")
+            res.hint = "Do not keep results between calls (static buffers, caches keyed by shape)."
+            return
         if problems:
             mismatches.append((case.shape, problems[0]))
             res.shapes.append(ShapeResult(list(case.shape), False, problems[0].describe(case.shape)))
@@ -168,6 +204,31 @@ def _died_message(run: sandbox.ChildRun, shape) -> str:
         (f"; its output ends with:\n{run.output[-800:]}" if run.output.strip() else "")
 
 
+LIBRARY_FACTOR = 10.0  # faster than cuBLAS / torch by this much: not believable
+HOST_FACTOR, HOST_SLACK_MS = 3.0, 0.5
+
+
+def plausibility(t: dict, ex: exercises.Exercise, device: dict | None = None) -> str:
+    """Why the timing cannot be believed ("" when it can): hidden work on another stream shows as
+    host time far above event time; beating the library (itself near the chip's peak) by 10x,
+    or a GEMM above the chip's peak FLOP rate, cannot happen."""
+    k = t["kernel"]
+    if k["host_ms"] > HOST_FACTOR * k["median_ms"] + HOST_SLACK_MS:
+        return (f"the CUDA events saw {k['median_ms']:.3f} ms but the host clock {k['host_ms']:.3f} ms per call "
+                "(is work launched on another stream?)")
+    ref = t.get("cublas") or t.get("torch")
+    if ref and ref["median_ms"] / k["median_ms"] > LIBRARY_FACTOR:
+        lib = "cuBLAS" if t.get("cublas") else "torch"
+        return f"{ref['median_ms'] / k['median_ms']:.0f}x faster than {lib}"
+    peak = (device or {}).get("peak_fp32_tflops")
+    if len(ex.bench_shape) == 3 and peak:
+        m, n, kk = ex.bench_shape
+        tf = 2.0 * m * n * kk / (k["median_ms"] * 1e-3) / 1e12
+        if tf > peak:
+            return f"{tf:.0f} TFLOP/s is above the chip's float32 peak (at most {peak:.0f})"
+    return ""
+
+
 def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, treq: dict) -> None:
     timing = next(((m, a) for m, a in run.messages if "timing" in m or "timing_error" in m), None)
     if timing is None:
@@ -176,6 +237,11 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, t
     meta, sample = timing
     if "timing_error" in meta:
         res.message = f"correct, but the timed run failed: {meta['timing_error']}"
+        return
+    if meta.get("inputs_changed"):
+        res.correct = False
+        res.message = (f"the kernel wrote to its input {' and '.join(meta['inputs_changed'])} during the timed "
+                       "runs: inputs are const and must be left as they were.")
         return
     # the timed output must be right too: recompute a few rows from the same seed
     case = checks.make_case_from(ex.name, tuple(treq["shape"]), timed_inputs(ex.name, tuple(treq["shape"]),
@@ -188,14 +254,15 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, t
     t = meta["timing"]
     res.timing = {k: v["median_ms"] for k, v in t.items()}
     k_ms = t["kernel"]["median_ms"]
-    ref = t.get("cublas")
-    if ref:
-        res.pct_cublas = 100.0 * ref["median_ms"] / k_ms
+    ref = t.get("cublas") or t.get("torch")
+    if t.get("cublas"):
+        res.pct_cublas = 100.0 * t["cublas"]["median_ms"] / k_ms
     res.speedup = t["baseline"]["median_ms"] / k_ms if "baseline" in t else None
-    # plausibility: hidden work on another stream shows as host time far above event time
-    if t["kernel"]["host_ms"] > 3 * k_ms + 0.5 or (ref and ref["median_ms"] / k_ms > 10):
-        res.message = ("timing is implausible (the events saw far less time than the host clock, or the "
-                       "kernel beat cuBLAS by 10x): is work launched on another stream? Not passed.")
+    implausible = plausibility(t, ex, meta.get("device"))
+    if implausible:
+        res.message = f"timing is implausible: {implausible}. Not passed."
+        res.hint = ("Launch every kernel on the stream the launcher is given, and do all the work in the "
+                    "launcher's call; the grader times with events on that stream and checks the host clock.")
         return
     res.passed = res.speedup is None or res.speedup >= ex.threshold
     verdict = "passed" if res.passed else "too slow"

@@ -49,8 +49,12 @@ class ChildRun:
         return f"exited with code {rc}"
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(gpu: int | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if gpu is not None:  # batch: one worker per GPU
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = visible.split(",") if visible else None
+        env["CUDA_VISIBLE_DEVICES"] = ids[gpu] if ids and gpu < len(ids) else str(gpu)
     env["PYTHONUNBUFFERED"] = "1"
     # the worker imports the grader package from where this one lives
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,14 +63,14 @@ def _child_env() -> dict[str, str]:
 
 
 def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
-               timeout: float = RUN_TIMEOUT_S) -> ChildRun:
+               timeout: float = RUN_TIMEOUT_S, gpu: int | None = None) -> ChildRun:
     """Send the request and cases to a fresh worker; collect its messages until it exits."""
     result = ChildRun()
     r_fd, w_fd = os.pipe()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(w_fd)],
                                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=(w_fd,), env=_child_env(), start_new_session=True)
+                                pass_fds=(w_fd,), env=_child_env(gpu), start_new_session=True)
         os.close(w_fd)
 
         def feed():

@@ -11,6 +11,7 @@ nothing but this submission's verdict.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import traceback
@@ -50,11 +51,18 @@ def _dims(exercise: str, shape) -> dict[str, int]:
     return {"M": m, "N": n, "K": k, "W": contract.mask_words(n)}
 
 
-def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def digest(t: torch.Tensor) -> str:
+    """sha256 of a tensor's bytes: the parent compares it with its own copy of the input."""
+    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+
+
+def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
+             digests: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
     """Call every launcher of the exercise once; later launchers may read earlier outputs
-    (relu_backward reads the mask relu_forward wrote)."""
+    (relu_backward reads the mask relu_forward wrote). If `digests` is given, it receives
+    the hash of every input as it is after the calls (a kernel that writes its inputs shows)."""
     dims = _dims(mod.exercise, shape)
-    values = {k: v.to(mod.device) for k, v in inputs.items()}
+    values = {k: v.clone().to(mod.device) for k, v in inputs.items()}
     for launcher in contract.LAUNCHERS[mod.exercise]:
         outs = _alloc_outputs(launcher, dims, mod.device)
         names = contract.outputs(launcher)
@@ -63,6 +71,8 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor]) -> dict[
         mod.check_error(launcher.name, synchronize=True)
         for n, t in zip(names, outs):
             values.setdefault(n, t)  # first writer wins: relu_backward's mask is an input
+    if digests is not None:
+        digests.update({k: digest(values[k]) for k in inputs})
     return {n: values[n].cpu() for l in contract.LAUNCHERS[mod.exercise] for n in contract.outputs(l)}
 
 
@@ -79,12 +89,33 @@ def timed_inputs(exercise: str, shape, seed: int) -> dict[str, torch.Tensor]:
     return ins
 
 
+def _epilogue_bias_relu_mask(ins: dict, bufs: dict, dims: dict):
+    """The unfused alternative to gemm_relu: after our GEMM, torch adds the bias, applies ReLU
+    and computes the sign mask, each as its own kernel (C makes extra trips through memory)."""
+    c = bufs["C"]
+    mask = torch.empty(dims["M"], dims["N"], dtype=torch.bool, device="cuda")
+
+    def run():
+        c.add_(ins["bias"])
+        c.relu_()
+        torch.gt(c, 0, out=mask)
+    return run
+
+
 def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) -> tuple[dict, dict]:
+    """Time the kernel, its baseline and the library reference, round-robin, on fresh inputs.
+
+    req["baseline"]: "lib" (the baseline kernel file loaded as `baseline`), "torch" (the
+    library reference is the baseline: relu_mask's torch pair) or absent.
+    req["baseline_epilogue"]: "bias_relu_mask" appends torch's bias + ReLU + mask to the
+    baseline GEMM (gemm_relu's unfused alternative).
+    """
     from .timing import time_gpu
 
     shape = tuple(req["shape"])
     dims = _dims(mod.exercise, shape)
     ins = {k: v.cuda() for k, v in timed_inputs(mod.exercise, shape, req["seed"]).items()}
+    before = {k: digest(v) for k, v in ins.items()}
     calls, outputs = {}, {}
     for label, m in (("kernel", mod), ("baseline", baseline)):
         if m is None:
@@ -97,19 +128,36 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
                 bufs.setdefault(n, t)
             args = [ins.get(n, bufs.get(n)) for n in contract.inputs(launcher)]
             steps.append((getattr(m.launch, launcher.name), args + outs))
+        if label == "baseline" and req.get("baseline_epilogue") == "bias_relu_mask":
+            epi = _epilogue_bias_relu_mask(ins, bufs, dims)
+            steps.append((lambda epi=epi: epi(), []))
         calls[label] = lambda steps=steps: [fn(*a) for fn, a in steps]
         outputs[label] = bufs
     if mod.exercise in ("naive", "tiled", "conflict_free", "register_blocked", "gemm_relu"):
         c = torch.empty(dims["M"], dims["N"], device="cuda")
         torch.backends.cuda.matmul.allow_tf32 = False
-        calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
+        if mod.exercise == "gemm_relu":
+            calls["cublas"] = lambda: torch.addmm(ins["bias"], ins["A"], ins["B"], out=c).relu_()
+        else:
+            calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
     elif mod.exercise == "relu_mask":
         calls["torch"] = lambda: torch.ops.aten.threshold_backward(ins["dY"], torch.relu(ins["X"]), 0)
     times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0))
     mod.check_error("timed runs", synchronize=True)
+    if req.get("baseline") == "torch" and "torch" in times:
+        times["baseline"] = times["torch"]
     rows = req["rows"]
     sample = {k: v[rows].cpu().numpy() for k, v in outputs["kernel"].items()}
-    return {k: t.as_dict() for k, t in times.items()}, sample
+    result = {k: t.as_dict() for k, t in times.items()}
+    changed = [k for k, v in ins.items() if digest(v) != before[k]]
+    return result, sample, changed
+
+
+def _device() -> dict:
+    """The GPU, and a generous bound on its float32 peak: 128 FMA lanes per SM at 2.5 GHz."""
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {"name": p.name, "sms": p.multi_processor_count,
+            "peak_fp32_tflops": p.multi_processor_count * 128 * 2 * 2.5e9 / 1e12}
 
 
 def serve(result_fd: int, stdin_fd: int = 0) -> int:
@@ -131,20 +179,21 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         inputs = {k: torch.from_numpy(v) for k, v in arrays.items()}
         for seed in req.get("schedules", [0]):
             mod.configure_cpu(schedule_seed=seed)
+            digests: dict[str, str] = {}
             try:
-                outs = run_case(mod, meta["shape"], inputs)
+                outs = run_case(mod, meta["shape"], inputs, digests)
             except GraderError as e:
                 protocol.send(result_fd, {"case": meta["case"], "schedule": seed, "error": str(e)})
                 if mod.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
-            protocol.send(result_fd, {"case": meta["case"], "schedule": seed},
+            protocol.send(result_fd, {"case": meta["case"], "schedule": seed, "inputs_sha256": digests},
                           {k: v.numpy() for k, v in outs.items()})
     if req.get("timing") and mod.backend == "cuda":
         base = _load(req["baseline_lib"], req["baseline_exercise"], "cuda") if req.get("baseline_lib") else None
         try:
-            times, sample = time_kernels(mod, base, req["timing"])
-            protocol.send(result_fd, {"timing": times}, sample)
+            times, sample, changed = time_kernels(mod, base, req["timing"])
+            protocol.send(result_fd, {"timing": times, "inputs_changed": changed, "device": _device()}, sample)
         except GraderError as e:
             protocol.send(result_fd, {"timing_error": str(e)})
     return 0

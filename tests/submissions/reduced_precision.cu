@@ -1,0 +1,18 @@
+// Known bad (reduced precision): operands rounded to bfloat16 (8-bit mantissa) before the product, as a bf16 GEMM would.
+#include <cuda_runtime.h>
+__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float s = 0.0f;
+        for (int i = 0; i < K; ++i) {
+            float a = __uint_as_float(__float_as_uint(A[row * K + i]) & 0xFFFF0000u);
+            float b = __uint_as_float(__float_as_uint(B[i * N + col]) & 0xFFFF0000u);
+            s += a * b;
+        }
+        C[row * N + col] = s;
+    }
+}
+extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+    dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
+    k<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+}
