@@ -21,7 +21,7 @@
 //     tiles of 128 x 128). The values come from benchmarks/gpu_tune.sh on the H200.
 // Why faster: the FFMA pipe is kept busy (no exposed global latency, no extra barrier, fewer
 // shared-memory wavefronts per FMA): per k-step a thread issues 4 LDS.128 for 64 FFMA.
-// Measured on the H200 (4096^3): see kernels/README.md.
+// Measured on the H200 (2026-11-30, kernels/README.md): 42.01 TFLOP/s at 4096^3 (85.1 % of cuBLAS 49.35), 1.29x 04; 103 % at 1024^3.
 #include <cuda_runtime.h>
 #include <cstdint>
 
