@@ -96,6 +96,25 @@ def _trim(log: str, tmp: Path) -> str:
     return "\n".join(keep)
 
 
+def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
+    """The runtime's object files (cached per toolchain) and the commands that build missing ones."""
+    mode = "asan" if sanitize else "std"
+    cache = Path(os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "gemm-course") / "cpu-runtime"
+    cache = cache / f"{toolchain_id()}-{mode}"
+    cache.mkdir(parents=True, exist_ok=True)
+    flags = _COMMON + (["-DCUDA_EMU_UCONTEXT", "-DCUDA_EMU_ASAN"] if sanitize else [])
+    sources = [HERE / "runtime.cpp", HERE / "checks.cpp"]
+    if _asm_switch() and not sanitize:
+        sources.append(HERE / "switch_x86_64.S")
+    objs, cmds = [], []
+    for src in sources:
+        obj = cache / (src.stem + ".o")
+        objs.append(obj)
+        if not obj.exists():  # compiled into the build's own dir, then moved into the cache
+            cmds.append([GXX, *(flags if src.suffix == ".cpp" else []), "-c", str(src), "-o", obj.name])
+    return objs, cmds
+
+
 def _run(cmds: list[list[str]], cwd: Path) -> list[tuple[int, str]]:
     procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in cmds]
     return [(p.wait(), p.communicate()[0]) for p in procs]
@@ -114,18 +133,16 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
     try:
         (tmp / "kernel_emu.cpp").write_text(_translation_unit(source, filename, prelude))
         kernel_flags = _COMMON + _CHECKS + (_ASAN if sanitize else _RACE)
-        rt_flags = _COMMON + (["-DCUDA_EMU_UCONTEXT", "-DCUDA_EMU_ASAN"] if sanitize else [])
-        objs = ["kernel_emu.o", "runtime.o", "checks.o"]
-        cmds = [[GXX, *kernel_flags, "-c", "kernel_emu.cpp", "-o", objs[0]],
-                [GXX, *rt_flags, "-c", str(HERE / "runtime.cpp"), "-o", objs[1]],
-                [GXX, *rt_flags, "-c", str(HERE / "checks.cpp"), "-o", objs[2]]]
-        if _asm_switch() and not sanitize:
-            cmds.append([GXX, "-c", str(HERE / "switch_x86_64.S"), "-o", "switch.o"])
-            objs.append("switch.o")
-        results = _run(cmds, tmp)
+        cmds = [[GXX, *kernel_flags, "-c", "kernel_emu.cpp", "-o", "kernel_emu.o"]]
+        runtime_objs, runtime_cmds = _runtime_objects(sanitize)
+        results = _run(cmds + runtime_cmds, tmp)
         log = "".join(out for _, out in results)
         if any(rc for rc, _ in results):
             raise CompileError(_trim(log, tmp), log)
+        for obj in runtime_objs:
+            if not obj.exists():  # built just now: publish atomically for later builds
+                os.replace(tmp / obj.name, obj)
+        objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
         link = [GXX, "-shared", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
         rc, out = _run([link], tmp)[0]

@@ -274,11 +274,19 @@ void on_asan_report(const char* text) {
     if (size_t p = kind.find(" on address"); p != std::string::npos) kind = kind.substr(0, p);
     access = line_with(" of size ");
     if (size_t p = access.find(" at 0x"); p != std::string::npos) access = access.substr(0, p);
-    frame = line_with((std::string(cuda_emu::source_name) + ":").c_str());
-    if (size_t p = frame.find(" in "); p != std::string::npos) frame = frame.substr(p + 4);
+    std::string file = std::string(cuda_emu::source_name) + ":";
+    frame = line_with(file.c_str());  // "#0 0x... in kernel(args) /tmp/dir/kernel.cu:3"
+    if (size_t p = frame.find(file); p != std::string::npos) {
+        size_t in = frame.find(" in ");
+        std::string fn = in == std::string::npos ? "" : frame.substr(in + 4, frame.find('(', in) - in - 4);
+        frame = frame.substr(p);
+        frame = frame.substr(0, frame.find(' '));
+        if (!fn.empty()) frame += " (in " + fn + ")";
+    }
     region = line_with(" region [");
-    if (size_t p = region.find(" of "); p != std::string::npos) region = region.substr(0, p);
-    cuda_emu::report("out-of-bounds access (AddressSanitizer: %s): %s in %s by thread %s%s%s", kind.c_str(),
+    if (size_t p = region.find("is located"); p != std::string::npos) region = "the address is" + region.substr(p + 10);
+    if (size_t p = region.find(" of "); p != std::string::npos) region = region.substr(0, p) + " of an allocation";
+    cuda_emu::report("out-of-bounds access (AddressSanitizer: %s): %s at %s by thread %s%s%s", kind.c_str(),
                      access.c_str(), frame.empty() ? "the kernel" : frame.c_str(),
                      cuda_emu::thread_name(cuda_emu::g_linear).c_str(), region.empty() ? "" : "; ",
                      region.c_str());

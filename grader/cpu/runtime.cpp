@@ -354,6 +354,10 @@ bool release_block(int n) {
                    thread_name(warp->linear).c_str(), op_name(true, warp->op), warp->mask, warp->line);
         return false;
     }
+    if (!waiting) {
+        report("internal error: no thread can run, yet none waits at a barrier");
+        return false;
+    }
     if (done) {
         report("divergent barrier: thread %s exited while other threads wait at %s() at line %d. Every thread of a "
                "block must reach each __syncthreads(); instead of an early 'return', guard the loads and stores",
@@ -396,8 +400,10 @@ void run_block(int n) {
         if (g_seed)  // a different thread order in every round exposes missing barriers
             for (int i = n - 1; i > 0; --i) std::swap(order[i], order[next_random() % (i + 1)]);
         g_pos = -1;
-        if (Fiber* first = next_runnable()) resume(*first);
-        if (g_abort) return;
+        while (Fiber* f = next_runnable()) {  // with chaining, resume returns at the round's end
+            resume(*f);
+            if (g_abort) return;
+        }
         bool all_done = true;
         bool any_warp = false;
         for (int i = 0; i < n; ++i) {

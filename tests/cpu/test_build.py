@@ -1,0 +1,118 @@
+"""Compile errors, unsupported constructs, plain (barrier-free) kernels and sanitize builds."""
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from cpu_helpers import Lib, build, line_of
+from grader.contract import declarations
+from grader.cpu import sanitizer_env, toolchain_id
+from grader.errors import CompileError
+
+NAIVE = textwrap.dedent("""\
+    #include <cuda_runtime.h>
+    __global__ void naive(const float* A, const float* B, float* C, int M, int N, int K) {
+        int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+        if (row >= M || col >= N) return;
+        float acc = 0.f;
+        for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }
+    extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+        naive<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, stream>>>(A, B, C, M, N, K);
+    }
+    """)
+
+
+def test_kernel_without_barriers_runs_as_plain_loop_with_contract_prelude():
+    lib = Lib(build(NAIVE, "naive", prelude=declarations("naive")))
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((37, 29), dtype=np.float32), rng.standard_normal((29, 41), dtype=np.float32)
+    c = np.zeros((37, 41), np.float32)
+    import ctypes
+    lib.dll.gemm(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), 37, 41, 29, None)
+    assert lib.error() is None
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_compile_error_points_at_the_learners_line(tmp_path):
+    src = NAIVE.replace("acc += A[row * K + k]", "acc += A[row * K + k] * undefined_name")
+    with pytest.raises(CompileError) as e:
+        build(src, "broken")
+    msg = str(e.value)
+    assert f"broken.cu:{line_of(src, 'undefined_name')}:" in msg and "undefined_name" in msg
+    assert "/tmp" not in msg and len(msg.splitlines()) <= 40
+    assert "error" in e.value.log
+
+
+def test_wrong_launcher_signature_is_a_compile_error():
+    src = NAIVE.replace("float* C, int M, int N, int K, cudaStream_t", "double* C, int M, int N, int K, cudaStream_t")
+    with pytest.raises(CompileError) as e:
+        build(src, "signature", prelude=declarations("naive"))
+    assert f"signature.cu:{line_of(src, 'extern')}:" in str(e.value)
+
+
+@pytest.mark.parametrize("snippet,words", [
+    ('asm volatile("membar.gl;");', "inline PTX assembly"),
+    ("unsigned v = __shfl_down(1, 1);", "without _sync"),
+])
+def test_unsupported_construct_is_named_with_its_line(snippet, words):
+    src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
+    with pytest.raises(CompileError) as e:
+        build(src, "unsupported")
+    assert words in str(e.value) and f"unsupported.cu:{line_of(src, snippet)}:" in str(e.value)
+
+
+def test_toolchain_id_is_stable_string():
+    assert toolchain_id() == toolchain_id() and toolchain_id().startswith("cpu-")
+
+
+SAN_SRC = textwrap.dedent("""\
+    __global__ void off_by_one(const float* x, float* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i <= n) y[i] = x[i] * 2.f;  // BUG: global OOB
+    }
+    __global__ void smem_walk(float* y) {
+        __shared__ float tile[32];
+        float* p = tile;
+        p[threadIdx.x + 8] = 1.f;  // BUG: shared OOB
+        __syncthreads();
+        y[threadIdx.x] = tile[threadIdx.x % 32];
+    }
+    extern "C" void global_oob(const float* x, float* y, int n) { off_by_one<<<(n + 63) / 64, 64>>>(x, y, n); }
+    extern "C" void shared_oob(float* y) { smem_walk<<<1, 32>>>(y); }
+    """)
+
+SAN_DRIVER = textwrap.dedent("""\
+    import ctypes, sys, numpy as np
+    lib = ctypes.CDLL(sys.argv[1]); lib.cuda_emu_take_error.restype = ctypes.c_char_p
+    n = 1000
+    x = np.ones(n, np.float32); y = np.zeros(n, np.float32)
+    if sys.argv[2] == "global":
+        lib.global_oob(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), n)
+    else:
+        lib.shared_oob(ctypes.c_void_p(y.ctypes.data))
+    e = lib.cuda_emu_take_error()
+    print("ERROR:", e.decode() if e else None)
+    """)
+
+
+@pytest.fixture(scope="module")
+def sanitized():
+    return build(SAN_SRC, "sanitized", sanitize=True)
+
+
+@pytest.mark.parametrize("which,marker", [("global", "global OOB"), ("shared", "shared OOB")])
+def test_sanitize_build_reports_out_of_bounds(sanitized, which, marker):
+    so = sanitized
+    env = {**os.environ, **sanitizer_env()}
+    r = subprocess.run([sys.executable, "-c", SAN_DRIVER, str(so), which], env=env, capture_output=True,
+                       text=True, timeout=120)
+    err = [l for l in r.stdout.splitlines() if l.startswith("ERROR:")]
+    assert err and "out-of-bounds" in err[0], r.stdout + r.stderr
+    assert f"sanitized.cu:{line_of(SAN_SRC, marker)}" in err[0], err[0]
+    print(err[0])
