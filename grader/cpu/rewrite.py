@@ -207,6 +207,9 @@ def _rewrite_shared(src: str, code: str, edits: _Edits):
             cast = f"{typ} (*){inner}" if inner else f"{typ}*"
             edits.replace(start, end, f'{ptr} = reinterpret_cast<{cast}>(::cuda_emu::dyn_smem("{name}"))')
             continue
+        static = re.search(r"\bstatic\s+$", code[max(0, m.start() - 40):m.start()])
+        if static:  # __shared__ already expands to static
+            edits.replace(m.start() - (len(code[max(0, m.start() - 40):m.start()]) - static.start()), m.start(), "")
         regs = "".join(f' static ::cuda_emu::SharedReg cuda_emu_reg_{name}({name}, "{name}");'
                        for name, _, _ in _decl_names(code, m.end(), end))
         edits.replace(end + 1, end + 1, regs)

@@ -1,9 +1,11 @@
 """Build kernel sources with the CPU backend and call them through ctypes."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import pathlib
+import shutil
 import tempfile
 
 import numpy as np
@@ -11,6 +13,7 @@ import numpy as np
 from grader.cpu import compile_library
 
 _DIR = pathlib.Path(tempfile.mkdtemp(prefix="cpu_backend_tests_"))
+atexit.register(shutil.rmtree, _DIR, True)
 
 
 def build(source: str, name: str, *, sanitize: bool = False, prelude: str = "") -> pathlib.Path:
