@@ -28,9 +28,9 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))  // GNU form: allowed among decl-specifiers
 #define __CUDACC__ 1
-#define __CUDA_ARCH__ 900
+// __CUDA_ARCH__ stays undefined, as in nvcc's host pass: device-only paths take their fallback.
 #define CUDA_EMU 1
 
 // ---- built-in vector types ----------------------------------------------------

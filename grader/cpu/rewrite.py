@@ -147,7 +147,33 @@ class _Edits:
         return "".join(out)
 
 
+def _device_only_blanked(code: str) -> str:
+    """code with the lines of `#if ... __CUDA_ARCH__` branches blanked: they are not compiled here."""
+    lines = code.split("\n")
+    depth, skip_at = 0, None  # nesting depth, and the depth of the branch being skipped
+    for i, line in enumerate(lines):
+        d = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b", line)
+        if d:
+            kind = d.group(1)
+            if kind.startswith("if"):
+                depth += 1
+                if skip_at is None and "__CUDA_ARCH__" in line and not re.search(r"!\s*defined", line) \
+                        and kind != "ifndef":
+                    skip_at = depth
+            elif kind in ("else", "elif") and skip_at == depth:
+                skip_at = None
+            elif kind == "endif":
+                if skip_at == depth:
+                    skip_at = None
+                depth -= 1
+            continue
+        if skip_at is not None:
+            lines[i] = " " * len(line)
+    return "\n".join(lines)
+
+
 def _check_unsupported(code: str, src: str):
+    code = _device_only_blanked(code)
     for m in re.finditer(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", src, re.M):
         for key, what in _UNSUPPORTED_INCLUDES.items():
             if key in m.group(1):
