@@ -19,6 +19,12 @@ from . import contract
 
 EPS32 = float(np.finfo(np.float32).eps)
 POISON_MASK = -1  # all bits set: an unwritten mask word shows (bits past N must be 0)
+POISON_BITS = 0x7FCADBAD  # a quiet NaN with a payload of ours: "never written", not a computed NaN
+
+
+def poison_float32(shape, device="cpu") -> torch.Tensor:
+    """A float32 tensor of POISON_BITS NaNs (outputs are filled so before each call)."""
+    return torch.full(shape, POISON_BITS, dtype=torch.int32, device=device).view(torch.float32)
 
 
 @dataclass
@@ -50,7 +56,7 @@ class Mismatch:
     def describe(self, shape) -> str:
         dims = "x".join(map(str, shape))
         lines = [f"{self.output}: {self.n_wrong} of {self.n_total} elements wrong at shape {dims}"
-                 + (f" ({self.n_unwritten} never written: still NaN/poison)" if self.n_unwritten else "")]
+                 + (f" ({self.n_unwritten} never written: still the NaN poison)" if self.n_unwritten else "")]
         for idx, got, exp in self.examples:
             lines.append(f"  {self.output}{list(idx)}: got {_fmt(got)}, expected {_fmt(exp)}")
         return "\n".join(lines)
@@ -139,6 +145,10 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
         unwritten = (got == POISON_MASK).sum().item()
         wrong_words = wrong.view(got.shape[0], -1, 32).any(-1)
         return _mismatch(name, wrong_words, got, exp, int(unwritten)) if wrong.any() else None
+    poison = 0
+    if got.dtype == torch.float32:  # our poison, or a plain float('nan') fill; not a computed NaN
+        bits = got.contiguous().view(torch.int32)
+        poison = int(((bits == POISON_BITS) | (bits == 0x7FC00000)).sum())
     got64 = got.double()
     finite = torch.isfinite(got64)
     if name in case.tolerance:
@@ -150,7 +160,7 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
         ok |= finite & case.either[name] & ((got64 == 0) | ((got64 - exp).abs() <= case.tolerance[name] * 2))
     if bool(ok.all()):
         return None
-    return _mismatch(name, ~ok, got64, exp, int(torch.isnan(got64).sum()))
+    return _mismatch(name, ~ok, got64, exp, poison)
 
 
 def _mismatch(name, wrong: torch.Tensor, got, exp, unwritten: int) -> Mismatch:
@@ -169,12 +179,28 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
-    if mm.n_unwritten == mm.n_total:
-        return ("Nothing was written: does the launcher launch the kernel (on the given stream), "
-                "and does the grid cover the matrix?")
-    if mm.n_unwritten:
+    square_ok = any(len(set(s)) == 1 for s in passed_shapes)
+    if square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
+        return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
+                "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]).")
+    partial = next(((s, m) for s, m in mismatches if 0 < m.n_unwritten < m.n_total), None)
+    if partial:
         return ("Some elements were never written: round the grid up (ceil-divide the sizes by the "
                 "block size) and check that the bounds test does not skip valid elements.")
+    if all(m.n_unwritten == m.n_total for _, m in mismatches):
+        return ("Nothing was written: does the launcher launch the kernel (on the given stream), "
+                "and does the grid cover the matrix?")
+    if mm.n_unwritten == mm.n_total:
+        shape, mm = next((s, m) for s, m in mismatches if m.n_unwritten < m.n_total)
+        rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
+    if len(shape) == 3 and shape[2] == 1 and all(g == 0 for _, g, _ in mm.examples):
+        return ("Wrong even with K = 1 (a single product), where the result is 0: does the loop over k "
+                "run over all K terms (for k = 0; k < K)?")
+    rel = [abs(g - e) / max(abs(e), 1e-30) for _, g, e in mm.examples if isinstance(g, float)]
+    if rel and max(rel) < 3e-2 and mm.n_unwritten == 0:
+        return ("The results are close but not close enough for float32 (relative error about "
+                f"{max(rel):.0e}): is something rounded to half, bfloat16 or TF32, or accumulated in reduced "
+                "precision? Accumulate in float32.")
     tail_rows = mm.rows_wrong and min(mm.rows_wrong) > 0 and max(mm.rows_wrong) == rows_total - 1
     tail_cols = mm.cols_wrong and min(mm.cols_wrong) > 0 and max(mm.cols_wrong) == cols_total - 1
     if (tail_rows and len(mm.rows_wrong) < rows_total) or (tail_cols and len(mm.cols_wrong) < cols_total):

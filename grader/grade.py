@@ -133,7 +133,8 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         if "case" in meta:
             by_case.setdefault(meta["case"], []).append((meta, arrays))
     mismatches, passed_shapes = [], []
-    seen: dict[tuple, list] = {}  # shape -> outputs so far: a replayed answer shows
+    seen: dict[tuple, list] = {}  # shape -> (output, was right) so far: a replayed answer shows
+    unstable = False
     for i, case in enumerate(cases):
         got = by_case.get(i, [])
         if not got:
@@ -158,26 +159,30 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
                         "an index that runs past the output into another buffer.")
             return
         outs = [{k: torch.from_numpy(v) for k, v in arrays.items()} for _, arrays in got]
-        if len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:]):
+        runs_problems = [[p for name in case.expected
+                          if (p := checks.compare(case, name, o.get(name, torch.empty(0))))] for o in outs]
+        problems = runs_problems[0]
+        varies = len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:])
+        if varies and not all(runs_problems):
+            # right in some runs, wrong in others, on the same input: a race
             res.shapes.append(ShapeResult(list(case.shape), False, "result changes between runs"))
             res.message = (f"at shape {'x'.join(map(str, case.shape))} the result changes from run to run "
-                           "with the same input")
+                           "with the same input (right in some runs, wrong in others)")
             res.hint = ("A race: threads read shared memory that other threads are still writing. "
                         "Is there a __syncthreads() after loading a tile AND after using it?")
             return
-        problems = [checks.compare(case, name, outs[0].get(name, torch.empty(0)))
-                    for name in case.expected]
-        problems = [p for p in problems if p]
-        replayed = problems and next((j for j, prev in seen.get(tuple(case.shape), [])
-                                      if _same(prev, outs[0])), None)
-        seen.setdefault(tuple(case.shape), []).append((i, outs[0]))
-        if replayed is not None and problems:
+        key = tuple(case.shape)
+        replayed = bool(problems) and any(ok and _same(prev, outs[0]) for prev, ok in seen.get(key, []))
+        seen.setdefault(key, []).append((outs[0], not problems))
+        if replayed:
             res.shapes.append(ShapeResult(list(case.shape), False, "replays the answer to an earlier input"))
             res.message = (f"at shape {'x'.join(map(str, case.shape))} the kernel returned, for a new input, "
                            "exactly the answer it gave for an earlier input of the same shape: results must "
                            "be computed from the inputs of each call, not replayed.")
             res.hint = "Do not keep results between calls (static buffers, caches keyed by shape)."
             return
+        if problems and varies:
+            unstable = True
         if problems:
             mismatches.append((case.shape, problems[0]))
             res.shapes.append(ShapeResult(list(case.shape), False, problems[0].describe(case.shape)))
@@ -188,6 +193,9 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         res.message = f"wrong results on {len(mismatches)} of {len(cases)} inputs.\n" + \
             mismatches[0][1].describe(mismatches[0][0])
         res.hint = checks.hint(mismatches, passed_shapes)
+        if unstable:
+            res.hint += (" The result also changes from run to run with the same input: a race, or reads "
+                         "outside the matrices (an index past the end reads whatever lies there).")
         return
     res.correct = True
 

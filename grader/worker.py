@@ -22,7 +22,7 @@ import torch
 
 from . import contract, protocol
 from .binding import KernelModule
-from .checks import POISON_MASK
+from .checks import POISON_MASK, poison_float32
 from .errors import GraderError
 from .toolchain import Build
 
@@ -39,7 +39,7 @@ def _alloc_outputs(launcher, dims: dict[str, int], device) -> list[torch.Tensor]
         if contract.is_mask(name):
             outs.append(torch.full(shape, POISON_MASK, dtype=torch.int32, device=device))
         else:
-            outs.append(torch.full(shape, float("nan"), dtype=torch.float32, device=device))
+            outs.append(poison_float32(shape, device))
     return outs
 
 

@@ -1,0 +1,202 @@
+"""The grader's verdicts on known-good and known-bad kernels (tests/submissions/*.cu, each
+with a header comment saying what is wrong), and on every reference kernel in kernels/.
+
+On a machine without a GPU these run on the CPU backend (correctness only); on a GPU the
+same submissions run on CUDA, where a few bugs show differently (a race or a divergent
+barrier may give garbage, a hang or, by luck, the right answer) and speed is graded too.
+All submissions are graded once, two at a time, by a module fixture; each test then
+asserts one verdict.
+"""
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import HAS_GPU
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBS = ROOT / "tests" / "submissions"
+KERNELS = ROOT / "kernels"
+BACKEND = "cuda" if HAS_GPU else "cpu"
+HANG_TIMEOUT_S = 6.0
+
+# file -> (compiled, correct, passed, message regex), on the CPU backend. Exercise: naive.
+CPU_EXPECT = {
+    "good_naive.cu": (True, True, True, r"^correct on every shape \(CPU backend: correctness only"),
+    "good_reversed_k.cu": (True, True, True, r"^correct on every shape"),
+    "good_tiled_comment_mentions_cublas.cu": (True, True, True, r"^correct on every shape"),
+    "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of 8 inputs"),
+    "transposed_operand.cu": (True, False, False, r"^wrong results on 6 of 8 inputs"),
+    "off_by_one_k.cu": (True, False, False, r"^wrong results on 8 of 8 inputs"),
+    "unwritten_tail.cu": (True, False, False, r"^wrong results on 8 of 8 inputs"),
+    "missing_bounds.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
+    "oob_write.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
+    "missing_barrier.cu": (True, False, False, r"race"),
+    "divergent_barrier.cu": (True, False, False, r"divergent barrier"),
+    "reduced_precision.cu": (True, False, False, r"^wrong results on 8 of 8 inputs"),
+    "input_tampering.cu": (True, False, False, r"^the kernel wrote to its input A at shape"),
+    "result_replay.cu": (True, False, False, r"exactly the answer it gave for an earlier input"),
+    "hang.cu": (True, False, False, r"^the kernel did not finish at shape 1x1x1: killed after the time limit"),
+    "compile_error.cu": (False, False, False, r"^does not compile:\ncompile_error\.cu\(?:?7"),
+    "wrong_launcher_name.cu": (True, False, False, r"launcher `gemm` not found"),
+    "forbidden_cublas.cu": (False, False, False, r"^forbidden: .*\n.*forbidden_cublas\.cu:3: #include <cublas_v2\.h>: cuBLAS"),
+    "forbidden_torch.cu": (False, False, False, r"^forbidden: .*\n.*:3: #include <ATen/ATen\.h>: torch"),
+    "forbidden_cutlass.cu": (False, False, False, r"^forbidden: .*\n.*:3: #include <cutlass/gemm/device/gemm\.h>: CUTLASS"),
+    "forbidden_dlopen.cu": (False, False, False, r"^forbidden: .*\n.*:4: dlopen: loading libraries"),
+    "empty.cu": (False, False, False, r"^empty\.cu is empty"),
+    "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
+}
+# on a GPU a few bugs are undefined behaviour: any failing verdict will do
+GPU_ANY_FAILURE = {"missing_barrier.cu", "divergent_barrier.cu", "missing_bounds.cu", "oob_write.cu",
+                   "wrong_index.cu"}
+HINTS = {  # file -> regex on the hint (either backend)
+    "wrong_index.cu": r"wrong dimension",
+    "unwritten_tail.cu": r"never written",
+    "off_by_one_k.cu": r"loop over k",
+    "reduced_precision.cu": r"half, bfloat16 or TF32",
+    "result_replay.cu": r"Do not keep results between calls",
+    "input_tampering.cu": r"Only the output",
+}
+
+# kernels/ file -> exercise (05_* are GEMMs with the `gemm` launcher)
+KERNEL_EXERCISE = {
+    "01_naive.cu": "naive", "01a_naive_uncoalesced.cu": "naive", "02_tiled.cu": "tiled",
+    "03_bank_conflicts.cu": "conflict_free", "03_conflict_free.cu": "conflict_free",
+    "04a_register_1d.cu": "register_blocked", "04_register_blocked.cu": "register_blocked",
+    "06_relu_mask.cu": "relu_mask", "07_gemm_relu.cu": "gemm_relu",
+}
+KERNEL_FILES = sorted(p.name for p in KERNELS.glob("*.cu"))
+
+
+def _kernel_exercise(name: str) -> str:
+    return KERNEL_EXERCISE.get(name, "register_blocked")
+
+
+def _grade(job):
+    from grader import grade
+    exercise, path, timeout = job
+    return grade.grade(exercise, path, backend=BACKEND, timeout=timeout, seed=1234)
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    jobs = {f"sub/{name}": ("naive", SUBS / name, HANG_TIMEOUT_S if name == "hang.cu" else None)
+            for name in CPU_EXPECT}
+    jobs |= {f"ref/{name}": (_kernel_exercise(name), KERNELS / name, None) for name in KERNEL_FILES}
+    # the hang first: it waits for its time-out while the others run
+    order = sorted(jobs, key=lambda k: k != "sub/hang.cu")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(order, pool.map(_grade, [jobs[k] for k in order])))
+    return results
+
+
+def test_every_submission_has_an_expected_verdict_and_a_header():
+    on_disk = {p.name for p in SUBS.glob("*.cu")}
+    assert on_disk == set(CPU_EXPECT)
+    for name in on_disk - {"empty.cu", "binary.cu"}:
+        first = (SUBS / name).read_text().splitlines()[0]
+        assert first.startswith("// Known "), f"{name}: the header comment must say what is wrong"
+
+
+@pytest.mark.parametrize("name", sorted(CPU_EXPECT))
+def test_verdict(verdicts, name):
+    r = verdicts[f"sub/{name}"]
+    compiled, correct, passed, pattern = CPU_EXPECT[name]
+    got = (r.compiled, r.correct, r.passed)
+    if BACKEND == "cuda" and name in GPU_ANY_FAILURE:
+        assert not r.passed, r.message
+        return
+    if BACKEND == "cuda" and passed:
+        assert r.correct, r.message  # speed is graded on a GPU: a naive kernel needs >= the threshold
+        return
+    assert got == (compiled, correct, passed), f"{name}: {got}\n{r.message}"
+    if BACKEND == "cpu" or name not in GPU_ANY_FAILURE:
+        assert re.search(pattern, r.message), f"{name}: {r.message!r} does not match {pattern!r}"
+    if name in HINTS:
+        assert re.search(HINTS[name], r.hint), f"{name}: hint {r.hint!r}"
+    assert r.exit_code == (0 if passed else 1)
+
+
+@pytest.mark.parametrize("name", KERNEL_FILES)
+def test_reference_kernels(verdicts, name):
+    from grader import exercises
+    r = verdicts[f"ref/{name}"]
+    assert r.compiled and r.correct, f"{name}: {r.message}"
+    ex = exercises.get(_kernel_exercise(name))
+    if BACKEND == "cpu" or ex.reference == name:
+        assert r.passed, f"{name}: {r.message}"  # the exercise's reference reaches its own threshold
+
+
+def test_failure_message_names_shape_count_and_indices(verdicts):
+    r = verdicts["sub/transposed_operand.cu"]
+    assert re.search(r"C: \d+ of \d+ elements wrong at shape \d+x\d+x\d+", r.message)
+    assert re.search(r"C\[\d+, \d+\]: got -?[\d.e+-]+, expected -?[\d.e+-]+", r.message)
+    bad = [s for s in r.shapes if not s.correct]
+    assert bad and all(len(s.shape) == 3 for s in bad)
+
+
+def test_result_is_json_serialisable_with_the_cli_fields(verdicts):
+    d = json.loads(json.dumps(verdicts["sub/good_naive.cu"].as_dict()))
+    for k in ("exercise", "backend", "compiled", "correct", "passed", "speedup", "threshold", "message"):
+        assert k in d
+
+
+# ---------------------------------------------------------------------------- no child needed
+def test_forbidden_scan_ignores_comments_and_catches_tricks():
+    from grader import forbidden
+    ok = "// cublasSgemm would be faster\n/* #include <torch/torch.h> */\n#include <cstdint>\nint c10 = 0;\n"
+    assert forbidden.scan(ok) == []
+    for bad in ("%:include <cublas_v2.h>\n", "#include <cub\\\nlas_v2.h>\n", "#define X cu##blas\n",
+                "#include MY_HEADER\n", "#include <thrust/sort.h>\n", "void f(){ system(\"ls\"); }\n",
+                "__attribute__((constructor)) void f(){}\n", "cudaStream_t s; cudaStreamCreate(&s);\n",
+                "void f(){ asm volatile(\"syscall\"); }\n", "#include \"my_gemm.h\"\n"):
+        assert forbidden.scan(bad), bad
+    for name in KERNEL_FILES:
+        assert forbidden.scan((KERNELS / name).read_text()) == [], name
+
+
+def _timing(kernel_ms, host_ms=None, lib_ms=None, lib="cublas", base_ms=None):
+    t = {"kernel": {"median_ms": kernel_ms, "host_ms": host_ms if host_ms is not None else kernel_ms + 0.02}}
+    if lib_ms:
+        t[lib] = {"median_ms": lib_ms, "host_ms": lib_ms}
+    if base_ms:
+        t["baseline"] = {"median_ms": base_ms, "host_ms": base_ms}
+    return t
+
+
+def test_plausibility_cap_and_host_clock_cross_check():
+    from grader import exercises, grade
+    ex = exercises.get("tiled")
+    assert grade.plausibility(_timing(10.0, lib_ms=5.0), ex) == ""
+    assert "host clock" in grade.plausibility(_timing(1.0, host_ms=9.0, lib_ms=5.0), ex)
+    assert "faster than cuBLAS" in grade.plausibility(_timing(0.4, lib_ms=5.0), ex)
+    assert "faster than torch" in grade.plausibility(_timing(0.01, lib_ms=1.0, lib="torch"), exercises.get("relu_mask"))
+    # 2 * 4096^3 flop in 0.5 ms = 275 TFLOP/s: above any float32 peak
+    assert "peak" in grade.plausibility(_timing(0.5), ex, {"peak_fp32_tflops": 84.0})
+
+
+def test_thresholds_override_file_and_env(tmp_path, monkeypatch):
+    from grader import exercises
+    from grader.errors import CannotGrade
+    f = tmp_path / "t.json"
+    f.write_text('{"tiled": 1.05}')
+    assert exercises.get("tiled", f).threshold == 1.05
+    monkeypatch.setenv("GRADER_THRESHOLDS", str(f))
+    assert exercises.get("tiled").threshold == 1.05
+    f.write_text('{"tilde": 1.0}')
+    with pytest.raises(CannotGrade):
+        exercises.get("tiled", f)
+
+
+def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
+    from grader import exercises
+    for ex in exercises.EXERCISES.values():
+        assert ex.baseline and ex.threshold and ex.threshold >= 1.0, ex.name
+        assert ex.baseline in ("torch", "cublas") or ex.baseline_path.exists(), ex.name
+        shapes = ex.shapes
+        assert min(map(min, shapes)) == 1 and any(len(set(s)) == len(s) for s in shapes)
+        assert any(all(d % 8 for d in s) for s in shapes)  # a shape no tile size divides
