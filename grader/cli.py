@@ -32,7 +32,7 @@ def _check(args) -> int:
     from . import grade, report
 
     result = grade.grade(args.exercise, args.file, backend=args.backend, thresholds_file=args.thresholds,
-                         timeout=args.timeout, seed=args.seed)
+                         timeout=args.timeout, seed=args.seed, compile_timeout=args.compile_timeout)
     if args.json:
         print(json.dumps(result.as_dict()))
     else:
@@ -58,16 +58,22 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--thresholds", metavar="FILE.json", help="override speed thresholds")
     c.add_argument("--timeout", type=float, help="seconds the kernel may run (default 60)")
+    c.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
     c.add_argument("--seed", type=int, help="fix the input seed (default: secret and fresh)")
     c.set_defaults(fn=_check)
 
     b = sub.add_parser("batch", help="grade a folder of submissions into a gradebook")
     b.add_argument("exercise")
     b.add_argument("dir")
-    b.add_argument("--out", default="grades.csv")
-    b.add_argument("--jobs", type=int, default=0)
+    b.add_argument("--out", default="grades.csv", help="the CSV gradebook (a JSON one is written beside it)")
+    b.add_argument("--jobs", type=int, default=0, help="parallel compiles (and CPU-backend runs); default: CPUs")
     b.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
-    b.add_argument("--thresholds", metavar="FILE.json")
+    b.add_argument("--thresholds", metavar="FILE.json", help="override speed thresholds")
+    b.add_argument("--timeout", type=float, help="seconds each kernel may run (default 60)")
+    b.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
+    b.add_argument("--gpus", type=int, help="GPUs to use, one submission at a time each (default: all)")
+    b.add_argument("--regrade", action="store_true", help="ignore the existing gradebook: grade everything")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(fn=_batch)
 
     sub.add_parser("bench", help="time the reference kernels against cuBLAS (python -m grader bench --help)")

@@ -1,0 +1,361 @@
+"""`python -m grader batch EXERCISE DIR [--out grades.csv] [--jobs N]`: grade a folder.
+
+One submission per entry of DIR:
+  DIR/alice.cu                a kernel file; the student id is the file's stem (alice)
+  DIR/bob.ipynb               a notebook; the kernel is its kernel cell (below)
+  DIR/carol/                  a student folder: the .cu file(s) or notebook(s) inside
+                              (searched recursively); the student id is the folder's name
+
+A notebook's kernel cell is the code cell whose first line (after an optional `%%`
+cell-magic line such as `%%writefile tiled.cu`) is the comment
+
+    // grader: EXERCISE
+
+The last such cell for the exercise wins; the magic line is dropped, the rest is the
+kernel file. In a student folder with several .cu files, a file containing that marker
+line wins, else a file whose name contains the exercise, else the only one.
+
+Two phases: every submission is compiled first, `--jobs` at a time (nvcc or g++ use
+the CPUs); then each is run and checked in its own child process: on a GPU one at a
+time per GPU (timing must not share the chip), on the CPU backend `--jobs` at a time.
+The gradebook (CSV, and JSON beside it) is rewritten after every submission, so an
+interrupted batch loses nothing; a rerun regrades only submissions whose source,
+exercise, backend, thresholds or grader changed. One broken submission never stops
+the batch: anything that goes wrong becomes that submission's message.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import CannotGrade, GraderError
+
+# nbgrader's CSV export has assignment, student_id, timestamp, raw_score, score, max_score:
+# ours uses the same names for the same things.
+FIELDS = ["student_id", "assignment", "exercise", "backend", "compiled", "correct", "passed", "speedup",
+          "threshold", "pct_cublas", "raw_score", "score", "max_score", "message", "hint", "file",
+          "source_sha256", "grader_version", "timestamp", "seconds"]
+MARKER = re.compile(r"^\s*//\s*grader:\s*(\w+)\s*$")
+SOURCE_SUFFIXES = (".cu", ".ipynb")
+
+
+@dataclass
+class Submission:
+    student_id: str
+    path: Path | None          # the file the kernel came from
+    source: str | bytes | None  # the kernel file's text (bytes: not UTF-8)
+    problem: str = ""          # why there is no source (no kernel cell, no file...)
+
+    @property
+    def sha256(self) -> str:
+        data = self.source if isinstance(self.source, bytes) else (self.source or self.problem).encode()
+        return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------- finding submissions
+def notebook_kernel(nb_text: str, exercise: str) -> str | None:
+    """The kernel file in a notebook: its last code cell marked `// grader: EXERCISE`."""
+    nb = json.loads(nb_text)
+    found = None
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        lines = src.splitlines()
+        if lines and lines[0].lstrip().startswith("%%"):
+            lines = lines[1:]
+        if lines and (m := MARKER.match(lines[0])) and m.group(1) == exercise:
+            found = "\n".join(lines) + "\n"
+    return found
+
+
+def _read(path: Path, exercise: str) -> Submission:
+    sid = path.stem
+    if path.suffix == ".ipynb":
+        try:
+            src = notebook_kernel(path.read_text(encoding="utf-8"), exercise)
+        except (ValueError, UnicodeDecodeError) as e:
+            return Submission(sid, path, None, f"{path.name} is not a readable notebook ({e})")
+        if src is None:
+            return Submission(sid, path, None, f"{path.name} has no kernel cell: a code cell whose first line "
+                                               f"is `// grader: {exercise}` (after an optional %%writefile line)")
+        return Submission(sid, path, src)
+    data = path.read_bytes()
+    try:
+        return Submission(sid, path, data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return Submission(sid, path, data)
+
+
+def _pick(files: list[Path], exercise: str) -> Path | None:
+    def marked(p: Path) -> bool:
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        if p.suffix == ".ipynb":
+            return f"// grader: {exercise}" in text
+        return any((m := MARKER.match(line)) and m.group(1) == exercise for line in text.splitlines()[:20])
+    for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix == ".cu"):
+        hits = [p for p in files if rule(p)]
+        if len(hits) == 1 or (hits and rule is marked):
+            return sorted(hits)[-1]
+    return files[0] if len(files) == 1 else None
+
+
+def discover(root: Path, exercise: str) -> list[Submission]:
+    """Every submission under root, sorted by student id."""
+    subs = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_file() and entry.suffix in SOURCE_SUFFIXES:
+            subs.append(_read(entry, exercise))
+        elif entry.is_dir():
+            files = sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES
+                           and not any(part.startswith(".") for part in p.relative_to(entry).parts))
+            chosen = _pick(files, exercise) if files else None
+            if chosen is None:
+                why = "no .cu file or notebook" if not files else \
+                    f"several candidate files ({', '.join(p.name for p in files[:5])}) and none marked " \
+                    f"`// grader: {exercise}`"
+                subs.append(Submission(entry.name, None, None, f"{entry.name}/: {why}"))
+            else:
+                sub = _read(chosen, exercise)
+                sub.student_id = entry.name
+                subs.append(sub)
+    return subs
+
+
+# ---------------------------------------------------------------------------- gradebook
+def grader_version() -> str:
+    """A hash of the grader's own code: a change regrades everything."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(list(here.glob("*.py")) + list((here / "cpu").glob("*"))):
+        if p.is_file() and p.name != "batch.py":
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def load_gradebook(path: Path) -> dict[str, dict]:
+    """Rows of an earlier run, by student id (the JSON beside the CSV, else the CSV)."""
+    js = path.with_suffix(".json")
+    try:
+        if js.exists():
+            rows = json.loads(js.read_text())["grades"]
+        elif path.exists():
+            with path.open(newline="") as f:
+                rows = list(csv.DictReader(f))
+        else:
+            return {}
+    except (OSError, ValueError, KeyError, csv.Error):
+        return {}
+    return {r["student_id"]: r for r in rows if "student_id" in r}
+
+
+def write_gradebook(path: Path, rows: list[dict], meta: dict) -> None:
+    """CSV and JSON, each written to a temporary file and renamed (never half a gradebook)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in FIELDS})
+    os.replace(tmp, path)
+    js = path.with_suffix(".json")
+    tmp = js.with_name(js.name + ".tmp")
+    tmp.write_text(json.dumps(meta | {"grades": rows}, indent=1))
+    os.replace(tmp, js)
+
+
+def score(passed: bool, correct: bool) -> float:
+    """1 for a pass; 0.5 for a correct kernel below the speed threshold; else 0."""
+    return 1.0 if passed else 0.5 if correct else 0.0
+
+
+# ---------------------------------------------------------------------------- grading
+class _Progress:
+    """tqdm when installed, else a line per submission on stderr."""
+
+    def __init__(self, total: int, desc: str):
+        self.n, self.total, self.desc = 0, total, desc
+        try:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, desc=desc, unit="sub", file=sys.stderr)
+        except ImportError:
+            self.bar = None
+        self.lock = threading.Lock()
+
+    def update(self, label: str) -> None:
+        with self.lock:
+            self.n += 1
+            if self.bar is not None:
+                self.bar.set_postfix_str(label[:30], refresh=False)
+                self.bar.update(1)
+            else:
+                print(f"[{self.n}/{self.total}] {self.desc}: {label}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r=None, message: str = "",
+         seconds: float = 0.0) -> dict:
+    passed = bool(r and r.passed)
+    correct = bool(r and r.correct)
+    s = score(passed, correct)
+    return {
+        "student_id": sub.student_id, "assignment": exercise, "exercise": exercise, "backend": backend,
+        "compiled": bool(r and r.compiled), "correct": correct, "passed": passed,
+        "speedup": round(r.speedup, 4) if r and r.speedup is not None else None,
+        "threshold": r.threshold if r else None,
+        "pct_cublas": round(r.pct_cublas, 1) if r and r.pct_cublas is not None else None,
+        "raw_score": s, "score": s, "max_score": 1.0,
+        "message": (r.message if r else message), "hint": r.hint if r else "",
+        "file": str(sub.path) if sub.path else "", "source_sha256": key, "grader_version": version,
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 2),
+    }
+
+
+def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
+              timeout: float | None = None, compile_timeout: float | None = None, gpus: int | None = None,
+              regrade: bool = False, progress: bool = True) -> list[dict]:
+    """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it)."""
+    from . import binding, exercises, forbidden, grade, toolchain
+
+    ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
+    backend = binding.resolve_backend(backend)
+    root, out = Path(root), Path(out)
+    if not root.is_dir():
+        raise CannotGrade(f"{root}: not a folder of submissions")
+    jobs = jobs or max(1, (os.cpu_count() or 2))
+    version = grader_version()
+    subs = discover(root, exercise)
+    old = {} if regrade else load_gradebook(out)
+    ident = f"{exercise}|{backend}|{ex.threshold}|{version}"
+
+    rows: dict[str, dict] = {}
+    todo: list[tuple[Submission, str]] = []
+    for sub in subs:
+        key = hashlib.sha256(f"{ident}|{sub.sha256}".encode()).hexdigest()[:24]
+        prev = old.get(sub.student_id)
+        if prev and prev.get("source_sha256") == key and not str(prev.get("message", "")).startswith("could not grade"):
+            rows[sub.student_id] = prev
+        else:
+            todo.append((sub, key))
+    meta = {"exercise": exercise, "backend": backend, "threshold": ex.threshold, "grader_version": version,
+            "dir": str(root)}
+    lock = threading.Lock()
+
+    def record(row: dict) -> None:
+        with lock:
+            rows[row["student_id"]] = row
+            write_gradebook(out, [rows[s.student_id] for s in subs if s.student_id in rows], meta)
+
+    if compile_timeout:
+        toolchain.COMPILE_TIMEOUT_S = float(compile_timeout)
+    bar = _Progress(len(todo), f"compile {exercise}") if progress and todo else None
+
+    # phase 1: compile, `jobs` at a time (builds are cached: phase 2 finds them)
+    def compile_one(item):
+        sub, _ = item
+        try:
+            if isinstance(sub.source, str) and sub.source.strip() and not forbidden.scan(sub.source):
+                toolchain.build(sub.source, backend=backend, exercise=exercise,
+                                filename=sub.path.name if sub.path and sub.path.suffix == ".cu" else "cell.cu")
+        except GraderError:
+            pass  # phase 2 grades it again and reports the error
+        except Exception:  # noqa: BLE001 — never stop the batch
+            pass
+        if bar:
+            bar.update(sub.student_id)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(compile_one, todo))
+    if bar:
+        bar.close()
+
+    # phase 2: run and check. One at a time per GPU; on the CPU backend `jobs` at a time.
+    n_gpus = 1
+    if backend == "cuda":
+        import torch
+        n_gpus = max(1, min(gpus or torch.cuda.device_count(), torch.cuda.device_count()))
+    workers = n_gpus if backend == "cuda" else jobs
+    bar = _Progress(len(todo), f"grade {exercise}") if progress and todo else None
+    free_gpus = list(range(n_gpus))
+    gpu_lock = threading.Lock()
+
+    def grade_one(item):
+        sub, key = item
+        t0 = time.perf_counter()
+        gpu = None
+        if backend == "cuda" and n_gpus > 1:
+            with gpu_lock:
+                gpu = free_gpus.pop()
+        try:
+            if sub.source is None:
+                row = _row(sub, exercise, backend, key, version, message=sub.problem)
+            else:
+                src = sub.source
+                if isinstance(src, bytes):
+                    row = _row(sub, exercise, backend, key, version,
+                               message=f"{sub.path.name}: not a UTF-8 text file; submit the .cu source, not a binary.")
+                else:
+                    if sub.path and sub.path.suffix == ".cu":
+                        src = sub.path  # the file itself: its name in diagnostics
+                    r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
+                                    gpu=gpu)
+                    row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
+        except GraderError as e:
+            row = _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")
+        except Exception as e:  # noqa: BLE001 — one broken submission never stops the batch
+            row = _row(sub, exercise, backend, key, version,
+                       message=f"could not grade: internal error {type(e).__name__}: {e}")
+        finally:
+            if gpu is not None:
+                with gpu_lock:
+                    free_gpus.append(gpu)
+        row["seconds"] = round(time.perf_counter() - t0, 2)
+        record(row)
+        if bar:
+            bar.update(sub.student_id)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(grade_one, todo))
+    if bar:
+        bar.close()
+    final = [rows[s.student_id] for s in subs if s.student_id in rows]
+    write_gradebook(out, final, meta)
+    return final
+
+
+def main(args) -> int:
+    """CLI entry: 0 when every submission got a verdict, 1 when some could not be graded."""
+    t0 = time.perf_counter()
+    rows = run_batch(args.exercise, args.dir, args.out, jobs=args.jobs, backend=args.backend,
+                     thresholds=args.thresholds, timeout=getattr(args, "timeout", None),
+                     compile_timeout=getattr(args, "compile_timeout", None), gpus=getattr(args, "gpus", None),
+                     regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False))
+    n = len(rows)
+    passed = sum(1 for r in rows if str(r["passed"]) in ("True", "true", "1"))
+    failed_infra = sum(1 for r in rows if str(r["message"]).startswith("could not grade"))
+    print(f"{args.exercise}: {n} submissions, {passed} passed, {n - passed - failed_infra} failed"
+          + (f", {failed_infra} could not be graded" if failed_infra else "")
+          + f"; gradebook {args.out} (+ {Path(args.out).with_suffix('.json').name}) "
+          f"in {time.perf_counter() - t0:.1f} s")
+    return 1 if failed_infra else 0
