@@ -14,6 +14,7 @@ graded on (`SOURCE = r'''...'''`); tools can extract it with `kernel_cells()`.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import re
 import sys
@@ -69,9 +70,10 @@ def kernel_cells(nb: nbformat.NotebookNode) -> dict[str, str]:
         lines = cell.source.split("\n") if cell.cell_type == "code" else []
         m = KERNEL_MARK.match(lines[0]) if lines else None
         if m:
-            scope: dict = {}
-            exec(compile("\n".join(lines[1:]), "<kernel cell>", "exec"), scope)
-            found[m.group(1)] = scope["SOURCE"]
+            for node in ast.parse("\n".join(lines[1:])).body:  # parsed, never executed
+                if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCE" for t in node.targets)
+                        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                    found[m.group(1)] = node.value.value
     return found
 
 
