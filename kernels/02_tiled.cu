@@ -7,8 +7,8 @@
 //
 // Why it is faster: each element loaded from global memory is now used TILE times by the
 // block instead of once. Global traffic per block step: 2*TILE*TILE floats (8*TILE^2 bytes)
-// for 2*TILE^3 FLOPs, i.e. a CGMA (compute to global memory access) ratio of TILE/2 FLOPs
-// per float loaded = TILE/8 FLOP per byte: 4 FLOP/byte at TILE = 32 (0.25 for naive). The inner loop
+// for 2*TILE^3 FLOPs, i.e. a CGMA (compute to global memory access) ratio of TILE FLOPs
+// per float loaded = TILE/4 FLOP per byte: 8 FLOP/byte at TILE = 32 (0.25 for naive). The inner loop
 // now reads shared memory (about 30 cycles, ~32 banks x 4 B per clock per SM) instead of L1/L2.
 // What still limits it: every FMA still needs two shared-memory loads (As broadcast + Bs),
 // so the kernel is bound by shared-memory instruction issue — fixed by register blocking (04).

@@ -12,7 +12,7 @@
 //
 // Why faster: shared-memory loads per FMA drop from ~1 (04a) to 4 LDS.128 / 64 FMA, so FMA
 // issue, not shared memory, becomes the limit. Global/L2 traffic per block K-step:
-// (128 + 128) * 8 floats for 2*128*128*8 FLOPs = 16 FLOP/byte (8 in 04a).
+// (128 + 128) * 8 floats = 8 KiB for 2*128*128*8 FLOPs = 32 FLOP/byte (16 in 04a: 64x64 tiles).
 // Still left on the table (-> 05): no overlap of the tile loads with the math (two barriers per
 // tile, loads exposed), 2-way shared-memory conflicts on the B fragment reads, one tile size.
 // Measured on the H200 (2026-11-30, kernels/README.md): 32.50 TFLOP/s at 4096^3 (65.9 % of cuBLAS), 1.75x 04a; 117 registers, no spills.
