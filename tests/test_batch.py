@@ -1,0 +1,120 @@
+"""`python -m grader batch`: a folder mixing good, wrong, crashing and hanging submissions,
+notebooks and student folders, graded into a complete gradebook; a rerun regrades only
+what changed. Runs on the CPU backend without a GPU (files share names with
+tests/submissions, so builds made by test_grade are reused from the session cache).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from conftest import HAS_GPU
+
+SUBS = Path(__file__).resolve().parent / "submissions"
+BACKEND = "cuda" if HAS_GPU else "cpu"
+
+
+def _notebook(cells: list[str]) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "source": c, "outputs": [], "metadata": {},
+                                  "execution_count": None} for c in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.fixture
+def folder(tmp_path):
+    d = tmp_path / "subs"
+    d.mkdir()
+    for name in ("good_naive.cu", "wrong_index.cu", "oob_write.cu", "hang.cu", "binary.cu", "forbidden_cublas.cu"):
+        shutil.copy(SUBS / name, d / name)
+    (d / "frank").mkdir()  # a student folder with a notebook whose kernel cell is marked
+    good = (SUBS / "good_tiled_comment_mentions_cublas.cu").read_text()
+    (d / "frank" / "lab.ipynb").write_text(_notebook([
+        "import grader",
+        "%%writefile naive.cu\n// grader: naive\n" + (SUBS / "wrong_index.cu").read_text(),  # an early try
+        "%%writefile naive.cu\n// grader: naive\n" + good,                                  # the last one wins
+        'grader.check("naive", "naive.cu")']))
+    (d / "gina.ipynb").write_text(_notebook(["print('no kernel cell here')"]))
+    (d / "empty_folder").mkdir()
+    return d
+
+
+def _csv(path: Path) -> dict[str, dict]:
+    with path.open(newline="") as f:
+        return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+def test_notebook_kernel_marker():
+    from grader.batch import notebook_kernel
+    nb = _notebook(["x = 1", "%%writefile t.cu\n// grader: tiled\nA", "// grader: naive\nB",
+                    "// grader: tiled\nC"])
+    assert notebook_kernel(nb, "tiled") == "// grader: tiled\nC\n"
+    assert notebook_kernel(nb, "naive") == "// grader: naive\nB\n"
+    assert notebook_kernel(nb, "gemm_relu") is None
+
+
+def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
+    from grader import batch, grade
+
+    out = tmp_path / "out" / "grades.csv"
+    rows = batch.run_batch("naive", folder, out, jobs=2, backend=BACKEND, timeout=6, progress=False)
+    book = _csv(out)
+    assert set(book) == {"good_naive", "wrong_index", "oob_write", "hang", "binary", "forbidden_cublas",
+                         "frank", "gina", "empty_folder"} == {r["student_id"] for r in rows}
+    for col in ("student_id", "assignment", "score", "max_score", "timestamp", "exercise", "compiled",
+                "correct", "speedup", "threshold", "message"):
+        assert col in next(iter(book.values()))
+    assert book["good_naive"]["correct"] == "True" and book["good_naive"]["compiled"] == "True"
+    if BACKEND == "cpu":
+        assert book["good_naive"]["passed"] == "True" and book["good_naive"]["score"] == "1.0"
+        assert book["frank"]["passed"] == "True", book["frank"]["message"]
+    assert book["wrong_index"]["correct"] == "False" and book["wrong_index"]["score"] == "0.0"
+    assert book["oob_write"]["passed"] == "False"
+    assert "did not finish" in book["hang"]["message"]
+    assert "not a UTF-8 text file" in book["binary"]["message"]
+    assert book["forbidden_cublas"]["message"].startswith("forbidden:")
+    assert "no kernel cell" in book["gina"]["message"] and "// grader: naive" in book["gina"]["message"]
+    assert "no .cu file or notebook" in book["empty_folder"]["message"]
+    js = json.loads(out.with_suffix(".json").read_text())
+    assert js["exercise"] == "naive" and len(js["grades"]) == len(book)
+
+    # rerun after one student edits their file: only that one is graded again
+    calls = []
+    real = grade.grade
+    monkeypatch.setattr(grade, "grade", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    shutil.copy(SUBS / "good_reversed_k.cu", folder / "wrong_index.cu")
+    batch.run_batch("naive", folder, out, jobs=2, backend=BACKEND, timeout=6, progress=False)
+    assert [Path(str(c)).name for c in calls] == ["wrong_index.cu"]
+    again = _csv(out)
+    assert again["wrong_index"]["correct"] == "True"
+    assert again["hang"]["timestamp"] == book["hang"]["timestamp"]
+
+
+def test_batch_cli_exit_codes(tmp_path, capsys):
+    from grader import cli
+    assert cli.main(["batch", "naive", str(tmp_path / "nowhere"), "--out", str(tmp_path / "g.csv")]) == 2
+    assert cli.main(["batch", "nosuch", str(tmp_path), "--out", str(tmp_path / "g.csv")]) == 2
+    d = tmp_path / "one"
+    d.mkdir()
+    shutil.copy(SUBS / "forbidden_torch.cu", d / "forbidden_torch.cu")
+    assert cli.main(["batch", "naive", str(d), "--out", str(tmp_path / "g.csv"), "--backend", BACKEND,
+                     "--quiet"]) == 0
+    assert "1 submissions, 0 passed, 1 failed" in capsys.readouterr().out
+
+
+def test_batch_survives_an_internal_error(folder, tmp_path, monkeypatch):
+    from grader import batch, grade
+
+    def boom(*a, **k):
+        raise RuntimeError("disk on fire")
+    monkeypatch.setattr(grade, "grade", boom)
+    rows = batch.run_batch("naive", folder, tmp_path / "g.csv", jobs=2, backend=BACKEND, progress=False)
+    assert len(rows) == 9
+    broken = [r for r in rows if r["message"].startswith("could not grade: internal error RuntimeError")]
+    assert len(broken) >= 6  # every submission with a source; the rest have their own message
+    assert batch.main(Namespace(exercise="naive", dir=str(folder), out=str(tmp_path / "g.csv"), jobs=2,
+                                backend=BACKEND, thresholds=None, quiet=True)) == 1
