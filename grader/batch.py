@@ -6,14 +6,20 @@ One submission per entry of DIR:
   DIR/carol/                  a student folder: the .cu file(s) or notebook(s) inside
                               (searched recursively); the student id is the folder's name
 
-A notebook's kernel cell is the code cell whose first line (after an optional `%%`
-cell-magic line such as `%%writefile tiled.cu`) is the comment
+A notebook's kernel cell is a code cell whose first line is `# kernel: EXERCISE` and
+which assigns the kernel file to SOURCE as a string literal, as the course notebooks do
+(the cell is parsed, never run):
 
-    // grader: EXERCISE
+    # kernel: tiled
+    SOURCE = r'''
+    #include <cuda_runtime.h>
+    ...
+    '''
 
-The last such cell for the exercise wins; the magic line is dropped, the rest is the
-kernel file. In a student folder with several .cu files, a file containing that marker
-line wins, else a file whose name contains the exercise, else the only one.
+or a cell of CUDA whose first line (after an optional `%%writefile tiled.cu` line) is
+`// grader: EXERCISE`. The last such cell for the exercise wins. In a student folder
+with several candidate files, one with a kernel cell / marker line for the exercise
+wins, else one whose name contains the exercise, else the only one.
 
 Two phases: every submission is compiled first, `--jobs` at a time (nvcc or g++ use
 the CPUs); then each is run and checked in its own child process: on a GPU one at a
@@ -63,8 +69,15 @@ class Submission:
 
 
 # ---------------------------------------------------------------------------- finding submissions
+PY_MARKER = re.compile(r"^#\s*kernel:\s*(\w+)\s*$")
+
+
 def notebook_kernel(nb_text: str, exercise: str) -> str | None:
-    """The kernel file in a notebook: its last code cell marked `// grader: EXERCISE`."""
+    """The kernel file in a notebook: its last kernel cell for `exercise`, either
+    `# kernel: EXERCISE` + `SOURCE = r"..."` (the course's notebooks; parsed, never run), or
+    `// grader: EXERCISE` + CUDA source (after an optional `%%writefile` line)."""
+    import ast
+
     nb = json.loads(nb_text)
     found = None
     for cell in nb.get("cells", []):
@@ -73,6 +86,16 @@ def notebook_kernel(nb_text: str, exercise: str) -> str | None:
         src = cell.get("source", "")
         src = "".join(src) if isinstance(src, list) else str(src)
         lines = src.splitlines()
+        if lines and (m := PY_MARKER.match(lines[0].strip())) and m.group(1) == exercise:
+            try:
+                body = ast.parse("\n".join(lines[1:])).body
+            except SyntaxError:
+                continue
+            for node in body:
+                if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCE" for t in node.targets)
+                        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                    found = node.value.value
+            continue
         if lines and lines[0].lstrip().startswith("%%"):
             lines = lines[1:]
         if lines and (m := MARKER.match(lines[0])) and m.group(1) == exercise:
@@ -88,8 +111,9 @@ def _read(path: Path, exercise: str) -> Submission:
         except (ValueError, UnicodeDecodeError) as e:
             return Submission(sid, path, None, f"{path.name} is not a readable notebook ({e})")
         if src is None:
-            return Submission(sid, path, None, f"{path.name} has no kernel cell: a code cell whose first line "
-                                               f"is `// grader: {exercise}` (after an optional %%writefile line)")
+            return Submission(sid, path, None, f"{path.name} has no kernel cell for {exercise}: a code cell whose "
+                                               f"first line is `# kernel: {exercise}` and that sets SOURCE to the "
+                                               f"kernel file (or a CUDA cell starting `// grader: {exercise}`)")
         return Submission(sid, path, src)
     data = path.read_bytes()
     try:
@@ -105,7 +129,10 @@ def _pick(files: list[Path], exercise: str) -> Path | None:
         except OSError:
             return False
         if p.suffix == ".ipynb":
-            return f"// grader: {exercise}" in text
+            try:
+                return notebook_kernel(text, exercise) is not None
+            except ValueError:
+                return False
         return any((m := MARKER.match(line)) and m.group(1) == exercise for line in text.splitlines()[:20])
     for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix == ".cu"):
         hits = [p for p in files if rule(p)]

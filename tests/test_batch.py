@@ -36,7 +36,7 @@ def folder(tmp_path):
     (d / "frank" / "lab.ipynb").write_text(_notebook([
         "import grader",
         "%%writefile naive.cu\n// grader: naive\n" + (SUBS / "wrong_index.cu").read_text(),  # an early try
-        "%%writefile naive.cu\n// grader: naive\n" + good,                                  # the last one wins
+        '# kernel: naive\nSOURCE = r"""' + good + '"""\nmod = grader.load(SOURCE, "naive")',  # the last wins
         'grader.check("naive", "naive.cu")']))
     (d / "gina.ipynb").write_text(_notebook(["print('no kernel cell here')"]))
     (d / "empty_folder").mkdir()
@@ -55,6 +55,8 @@ def test_notebook_kernel_marker():
     assert notebook_kernel(nb, "tiled") == "// grader: tiled\nC\n"
     assert notebook_kernel(nb, "naive") == "// grader: naive\nB\n"
     assert notebook_kernel(nb, "gemm_relu") is None
+    course = _notebook(['# kernel: gemm_relu\nSOURCE = r"""\n#include <cuda_runtime.h>\n"""\nmod = 1'])
+    assert notebook_kernel(course, "gemm_relu") == "\n#include <cuda_runtime.h>\n"
 
 
 def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
@@ -77,7 +79,7 @@ def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
     assert "did not finish" in book["hang"]["message"]
     assert "not a UTF-8 text file" in book["binary"]["message"]
     assert book["forbidden_cublas"]["message"].startswith("forbidden:")
-    assert "no kernel cell" in book["gina"]["message"] and "// grader: naive" in book["gina"]["message"]
+    assert "no kernel cell" in book["gina"]["message"] and "# kernel: naive" in book["gina"]["message"]
     assert "no .cu file or notebook" in book["empty_folder"]["message"]
     js = json.loads(out.with_suffix(".json").read_text())
     assert js["exercise"] == "naive" and len(js["grades"]) == len(book)
