@@ -2,6 +2,7 @@
 
     python -m grader.notebooks            # rewrite notebooks/ from solutions/
     python -m grader.notebooks --check    # exit 1 when notebooks/ is out of date
+    python -m grader.notebooks --execute DIR   # run each solution, save it with outputs in DIR
 
 In every code cell, each block of lines from a `BEGIN SOLUTION` marker line to its
 `END SOLUTION` line (`// ...` inside CUDA strings, `# ...` in Python) is removed. The
@@ -102,12 +103,30 @@ def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def execute(src: Path, dst: Path, timeout: int = 900) -> None:
+    """Run a solution notebook top to bottom (its own directory as cwd) and save it with outputs."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(src, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(src.parent)}}).execute()
+    dst.write_text(render(nb))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m grader.notebooks", description=__doc__.split("\n")[0])
     p.add_argument("--check", action="store_true", help="only report notebooks that are out of date")
     p.add_argument("--solutions", default=ROOT / "solutions", type=Path)
     p.add_argument("--out", default=ROOT / "notebooks", type=Path)
+    p.add_argument("--execute", metavar="DIR", type=Path,
+                   help="execute every solution notebook and write it, with outputs, to DIR")
     args = p.parse_args(argv)
+    if args.execute:
+        args.execute.mkdir(parents=True, exist_ok=True)
+        for src in sorted(args.solutions.glob("*.ipynb")):
+            print(f"executing {src.name}", flush=True)
+            execute(src, args.execute / src.name)
+        return 0
     stale = []
     for src in sorted(args.solutions.glob("*.ipynb")):
         text = render(exercise_version(nbformat.read(src, as_version=4)))
