@@ -46,7 +46,13 @@ class Result:
     output: str = ""                   # what the kernel printed (capped)
 
     def as_dict(self) -> dict:
+        """The same fields as `python -m grader check --json`."""
         return asdict(self)
+
+    def __repr__(self) -> str:  # short: a notebook shows the HTML verdict, then this line
+        verdict = "PASSED" if self.passed else "FAILED"
+        speed = f", {self.speedup:.2f}x (needs {self.threshold:.2f}x)" if self.speedup is not None else ""
+        return f"<grader.Result {self.exercise} [{self.backend}]: {verdict}{speed}>"
 
     @property
     def exit_code(self) -> int:

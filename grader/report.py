@@ -14,9 +14,9 @@ def text(r: Result) -> str:
     head = "PASSED" if r.passed else "FAILED"
     lines = [f"{head}  {r.exercise} [{r.backend}]: {r.message}"]
     if r.shapes and not r.passed:
-        for s in r.shapes:
-            lines.append(f"  {'ok ' if s.correct else 'BAD'} {_shape(s.shape)}"
-                         + (f"  {s.detail.splitlines()[0]}" if s.detail else ""))
+        for shape, ok, n, detail in _by_shape(r):
+            lines.append(f"  {'ok ' if ok == n else 'BAD'} {_shape(shape)} ({ok}/{n} inputs)"
+                         + (f"  {detail.splitlines()[0]}" if detail else ""))
     if r.timing:
         lines.append("  times (median ms): " + ", ".join(f"{k} {v:.3f}" for k, v in r.timing.items()))
     if r.hint:
@@ -39,21 +39,48 @@ def speed_bar(speedup: float | None, threshold: float | None, width: int = 240) 
             f' {speedup:.2f}x (needs {threshold:.2f}x)')
 
 
+def _by_shape(r: Result) -> list[tuple[list[int], int, int, str]]:
+    """(shape, inputs right, inputs tried, first problem) per distinct shape, in order."""
+    out: dict[tuple, list] = {}
+    for s in r.shapes:
+        row = out.setdefault(tuple(s.shape), [list(s.shape), 0, 0, ""])
+        row[1] += s.correct
+        row[2] += 1
+        if not s.correct and not row[3]:
+            row[3] = s.detail
+    return [tuple(v) for v in out.values()]
+
+
 def html_report(r: Result) -> str:
+    """A compact verdict for the notebook: head line, per-shape table, speed-up bar, hint."""
     color = "#2e7d32" if r.passed else "#c62828"
-    rows = "".join(
-        f"<tr><td>{_shape(s.shape)}</td><td style='color:{'#2e7d32' if s.correct else '#c62828'}'>"
-        f"{'ok' if s.correct else 'wrong'}</td><td><pre style='margin:0'>{html.escape(s.detail)}</pre></td></tr>"
-        for s in r.shapes)
-    parts = [f"<div><b style='color:{color}'>{'PASSED' if r.passed else 'FAILED'}</b> "
-             f"<code>{r.exercise}</code> on {r.backend}: <pre style='display:inline'>{html.escape(r.message)}</pre></div>"]
+    esc = html.escape
+    head = r.message.split("\n", 1)
+    parts = [f"<div style='font-family:sans-serif;font-size:13px;line-height:1.4'>"
+             f"<div><b style='color:{color}'>{'PASSED' if r.passed else 'FAILED'}</b> "
+             f"<code>{esc(r.exercise)}</code> <span style='color:#666'>[{esc(r.backend)}]</span> "
+             f"{esc(head[0])}</div>"]
+    if len(head) > 1:
+        parts.append(f"<pre style='margin:2px 0;font-size:12px'>{esc(head[1])}</pre>")
+    rows = _by_shape(r)
     if rows:
-        parts.append(f"<table><tr><th>shape</th><th></th><th>detail</th></tr>{rows}</table>")
+        cells = "".join(
+            f"<tr><td style='padding:0 8px'>{_shape(shape)}</td>"
+            f"<td style='padding:0 8px;color:{'#2e7d32' if ok == n else '#c62828'}'>{'ok' if ok == n else 'wrong'}"
+            f" ({ok}/{n})</td><td style='padding:0 8px;font-size:12px'>{esc(detail.splitlines()[0]) if detail else ''}"
+            f"</td></tr>" for shape, ok, n, detail in rows)
+        parts.append("<table style='border-collapse:collapse;margin:4px 0'><tr><th style='text-align:left;"
+                     "padding:0 8px'>shape (MxNxK)</th><th style='text-align:left;padding:0 8px'>inputs</th>"
+                     f"<th></th></tr>{cells}</table>")
     bar = speed_bar(r.speedup, r.threshold)
     if bar:
-        parts.append(f"<div>speed-up {bar}</div>")
+        extra = f" &middot; {r.pct_cublas:.0f}% of cuBLAS" if r.pct_cublas else ""
+        parts.append(f"<div>speed-up {bar}{extra}</div>")
+    elif r.backend == "cpu" and r.compiled:
+        parts.append("<div style='color:#666'>CPU backend: correctness only; speed is graded on a GPU.</div>")
     if r.hint:
-        parts.append(f"<div><b>hint:</b> {html.escape(r.hint)}</div>")
+        parts.append(f"<div><b>hint:</b> {esc(r.hint)}</div>")
     if r.output:
-        parts.append(f"<details><summary>kernel output</summary><pre>{html.escape(r.output)}</pre></details>")
+        parts.append(f"<details><summary>kernel output</summary><pre>{esc(r.output)}</pre></details>")
+    parts.append("</div>")
     return "\n".join(parts)

@@ -200,3 +200,23 @@ def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
         shapes = ex.shapes
         assert min(map(min, shapes)) == 1 and any(len(set(s)) == len(s) for s in shapes)
         assert any(all(d % 8 for d in s) for s in shapes)  # a shape no tile size divides
+
+
+def test_notebook_html_verdict(verdicts):
+    from grader import report
+    bad = report.html_report(verdicts["sub/unwritten_tail.cu"])
+    assert "FAILED" in bad and "<table" in bad and "hint:" in bad and "never written" in bad
+    good = report.html_report(verdicts["sub/good_naive.cu"])
+    assert "PASSED" in good
+    if BACKEND == "cpu":
+        assert "CPU backend: correctness only" in good
+    r = verdicts["sub/good_naive.cu"]
+    assert repr(r).startswith("<grader.Result naive")
+
+
+def test_html_speed_bar_against_the_threshold():
+    from grader import report
+    from grader.grade import Result
+    r = Result("tiled", "cuda", True, True, False, speedup=1.1, threshold=1.29, message="correct; too slow")
+    h = report.html_report(r)
+    assert "1.10x (needs 1.29x)" in h and "#c62828" in h

@@ -1,0 +1,44 @@
+"""`python -m grader check`: exit codes 0 / 1 / 2 and the --json fields (in-process)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import HAS_GPU
+
+SUBS = Path(__file__).resolve().parent / "submissions"
+BACKEND = "cuda" if HAS_GPU else "cpu"
+
+
+def _check(capsys, *argv):
+    from grader import cli
+    rc = cli.main(["check", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_could_not_grade_is_2(capsys, tmp_path):
+    assert _check(capsys, "naive", str(tmp_path / "missing.cu"))[0] == 2
+    rc, _, err = _check(capsys, "naiv", str(SUBS / "good_naive.cu"))
+    assert rc == 2 and "unknown exercise" in err and "naive" in err
+    bad = tmp_path / "t.json"
+    bad.write_text("[1, 2]")
+    assert _check(capsys, "naive", str(SUBS / "good_naive.cu"), "--thresholds", str(bad))[0] == 2
+
+
+def test_graded_and_failed_is_1_with_json(capsys):
+    for name, start in (("forbidden_torch.cu", "forbidden:"), ("empty.cu", "empty.cu is empty"),
+                        ("binary.cu", "binary.cu: not a UTF-8")):
+        rc, out, _ = _check(capsys, "naive", str(SUBS / name), "--json", "--backend", BACKEND)
+        d = json.loads(out)
+        assert rc == 1 and d["passed"] is False and d["compiled"] is False and d["message"].startswith(start)
+        for k in ("exercise", "backend", "compiled", "correct", "passed", "speedup", "threshold", "message"):
+            assert k in d
+
+
+def test_passed_is_0(capsys):
+    rc, out, _ = _check(capsys, "naive", str(SUBS / "good_naive.cu"), "--backend", BACKEND, "--timeout", "60",
+                        "--compile-timeout", "120")
+    assert out.startswith("PASSED" if rc == 0 else "FAILED")
+    if BACKEND == "cpu":
+        assert rc == 0
