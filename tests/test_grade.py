@@ -51,8 +51,10 @@ CPU_EXPECT = {
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
 }
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
-GPU_ANY_FAILURE = {"missing_barrier.cu", "divergent_barrier.cu", "missing_bounds.cu", "oob_write.cu",
-                   "wrong_index.cu"}
+GPU_ANY_FAILURE = {"missing_barrier.cu", "missing_bounds.cu", "oob_write.cu", "wrong_index.cu"}
+# ...and a barrier after an early return usually works on sm_70+ (exited threads count as
+# arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
+GPU_UNDEFINED = {"divergent_barrier.cu"}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension",
     "unwritten_tail.cu": r"never written",
@@ -107,6 +109,9 @@ def test_verdict(verdicts, name):
     r = verdicts[f"sub/{name}"]
     compiled, correct, passed, pattern = CPU_EXPECT[name]
     got = (r.compiled, r.correct, r.passed)
+    if BACKEND == "cuda" and name in GPU_UNDEFINED:
+        assert r.compiled, r.message
+        return
     if BACKEND == "cuda" and name in GPU_ANY_FAILURE:
         assert not r.passed, r.message
         return
