@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAS_GPU
+import torch
+
+HAS_GPU = torch.cuda.is_available()  # not from conftest: tests/cpu/ has a conftest of its own
 
 SUBS = Path(__file__).resolve().parent / "submissions"
 BACKEND = "cuda" if HAS_GPU else "cpu"

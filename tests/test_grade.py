@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAS_GPU
+import torch
+
+HAS_GPU = torch.cuda.is_available()  # not from conftest: tests/cpu/ has a conftest of its own
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = ROOT / "tests" / "submissions"
@@ -29,15 +31,15 @@ CPU_EXPECT = {
     "good_naive.cu": (True, True, True, r"^correct on every shape \(CPU backend: correctness only"),
     "good_reversed_k.cu": (True, True, True, r"^correct on every shape"),
     "good_tiled_comment_mentions_cublas.cu": (True, True, True, r"^correct on every shape"),
-    "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of 8 inputs"),
-    "transposed_operand.cu": (True, False, False, r"^wrong results on 6 of 8 inputs"),
-    "off_by_one_k.cu": (True, False, False, r"^wrong results on 8 of 8 inputs"),
-    "unwritten_tail.cu": (True, False, False, r"^wrong results on 8 of 8 inputs"),
+    "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
+    "transposed_operand.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
+    "off_by_one_k.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
+    "unwritten_tail.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "missing_bounds.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
     "oob_write.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
     "missing_barrier.cu": (True, False, False, r"race"),
     "divergent_barrier.cu": (True, False, False, r"divergent barrier"),
-    "reduced_precision.cu": (True, False, False, r"^wrong results on 8 of 8 inputs"),
+    "reduced_precision.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "input_tampering.cu": (True, False, False, r"^the kernel wrote to its input A at shape"),
     "result_replay.cu": (True, False, False, r"exactly the answer it gave for an earlier input"),
     "hang.cu": (True, False, False, r"^the kernel did not finish at shape 1x1x1: killed after the time limit"),
@@ -200,7 +202,7 @@ def test_thresholds_override_file_and_env(tmp_path, monkeypatch):
 def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
     from grader import exercises
     for ex in exercises.EXERCISES.values():
-        assert ex.baseline and ex.threshold and ex.threshold >= 1.0, ex.name
+        assert ex.baseline and ex.threshold and ex.threshold >= 0.8, ex.name
         assert ex.baseline in ("torch", "cublas") or ex.baseline_path.exists(), ex.name
         shapes = ex.shapes
         assert min(map(min, shapes)) == 1 and any(len(set(s)) == len(s) for s in shapes)
