@@ -51,15 +51,26 @@ __device__ __forceinline__ void waitAsyncGroups() {  // at most N_PENDING groups
 }
 
 // ------------------------------------------------------------------ the kernel
-constexpr int TM = 8, TN = 8;  // outputs per thread: 2 x 2 sub-tiles of 4 x 4
 constexpr int A_PAD = 4;       // floats of padding per row of the transposed A tile
+constexpr int SUB = 4;         // a thread's outputs come in SUB x SUB sub-tiles (one float4 wide)
+
+// Sweep switches (benchmarks/gpu_tune.py): explicit register double buffering of the fragments,
+// and grouped block rasterization for L2 reuse (0 = row-major block order).
+#ifndef FRAG_DB
+#define FRAG_DB 0
+#endif
+#ifndef GROUP_M
+#define GROUP_M 0
+#endif
 
 // BM x BN: C tile per block; BK: K-slice per stage; LANE_ROWS x (32 / LANE_ROWS): lane grid of a
-// warp; warp tile WM x WN = (8 * LANE_ROWS) x (8 * LANE_COLS); STAGES: tiles in shared memory.
+// warp; SUB_M x SUB_N: sub-tiles of SUB x SUB per thread (thread tile TM x TN = 4 SUB_M x 4 SUB_N);
+// warp tile WM x WN = (TM * LANE_ROWS) x (TN * LANE_COLS); STAGES: tiles in shared memory.
 // VEC: N % 4 == 0 and B, C 16-byte aligned (float4 copies of B and float4 stores of C).
-template <int BM, int BN, int BK, int LANE_ROWS, int STAGES>
+template <int BM, int BN, int BK, int LANE_ROWS, int SUB_M, int SUB_N, int STAGES>
 struct TileConfig {
     static constexpr int LANE_COLS = 32 / LANE_ROWS;
+    static constexpr int TM = SUB * SUB_M, TN = SUB * SUB_N;
     static constexpr int WM = TM * LANE_ROWS;
     static constexpr int WN = TN * LANE_COLS;
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -74,25 +85,35 @@ struct TileConfig {
 };
 
 // MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__).
-template <int BM, int BN, int BK, int LANE_ROWS, int STAGES, int MIN_BLOCKS, bool VEC>
-__global__ void __launch_bounds__(TileConfig<BM, BN, BK, LANE_ROWS, STAGES>::THREADS, MIN_BLOCKS)
+template <int BM, int BN, int BK, int LANE_ROWS, int SUB_M, int SUB_N, int STAGES, int MIN_BLOCKS, bool VEC>
+__global__ void __launch_bounds__(TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>::THREADS, MIN_BLOCKS)
 gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
                       int M, int N, int K) {
-    using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, STAGES>;
+    using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>;
     static_assert(Cfg::LANE_COLS == 8, "the mask epilogue needs 8 lanes x 4 columns = one 32-bit word");
-    constexpr int THREADS = Cfg::THREADS, LANE_COLS = Cfg::LANE_COLS;
+    constexpr int THREADS = Cfg::THREADS, LANE_COLS = Cfg::LANE_COLS, TM = Cfg::TM, TN = Cfg::TN;
     constexpr int WM = Cfg::WM, WN = Cfg::WN, AS_STRIDE = Cfg::AS_STRIDE;
+    constexpr int SUB_ROWS = WM / SUB_M, SUB_COLS = WN / SUB_N;  // distance between sub-tiles
     extern __shared__ __align__(16) float smem[];  // STAGES x { As[BK][AS_STRIDE], Bs[BK][BN] }
 
-    const int blockRow = blockIdx.y * BM;
-    const int blockCol = blockIdx.x * BN;
+    int tileM = blockIdx.y, tileN = blockIdx.x;
+    if (GROUP_M > 0) {  // blocks launched together cover GROUP_M block rows: A and B reused in L2
+        const int blockId = blockIdx.y * gridDim.x + blockIdx.x;
+        const int groupSize = GROUP_M * gridDim.x;
+        const int firstM = (blockId / groupSize) * GROUP_M;
+        const int rowsInGroup = min((int)gridDim.y - firstM, GROUP_M);
+        tileM = firstM + (blockId % groupSize) % rowsInGroup;
+        tileN = (blockId % groupSize) / rowsInGroup;
+    }
+    const int blockRow = tileM * BM;
+    const int blockCol = tileN * BN;
     const int warpIdx = threadIdx.x / 32, laneIdx = threadIdx.x % 32;
     const int warpRow = warpIdx / Cfg::WARPS_N, warpCol = warpIdx % Cfg::WARPS_N;
     const int laneRow = laneIdx / LANE_COLS, laneCol = laneIdx % LANE_COLS;
-    // Offsets of this thread's first 4 rows / 4 columns inside the block tile; the second
-    // sub-tile is WM/2 rows (WN/2 columns) further.
-    const int threadRowOff = warpRow * WM + laneRow * 4;
-    const int threadColOff = warpCol * WN + laneCol * 4;
+    // Offsets of this thread's first 4 rows / 4 columns inside the block tile; sub-tile s is
+    // s * SUB_ROWS rows (s * SUB_COLS columns) further.
+    const int threadRowOff = warpRow * WM + laneRow * SUB;
+    const int threadColOff = warpCol * WN + laneCol * SUB;
 
     const int numTiles = (K + BK - 1) / BK;
 
@@ -155,49 +176,73 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
 
         const float* As = smem + (tileIdx % STAGES) * Cfg::STAGE_FLOATS;
         const float* Bs = As + BK * AS_STRIDE;
-        #pragma unroll
-        for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
-            float regM[TM], regN[TN];
-            *reinterpret_cast<float4*>(&regM[0]) = *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff]);
-            *reinterpret_cast<float4*>(&regM[4]) = *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff + WM / 2]);
-            *reinterpret_cast<float4*>(&regN[0]) = *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff]);
-            *reinterpret_cast<float4*>(&regN[4]) = *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff + WN / 2]);
+        // Fragments of k-step dotIdx: TM floats of A (column dotIdx of the A tile), TN of B.
+        auto loadFragments = [&](float* regM, float* regN, int dotIdx) {
             #pragma unroll
-            for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
+            for (int s = 0; s < SUB_M; ++s)
+                *reinterpret_cast<float4*>(&regM[SUB * s]) =
+                    *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff + s * SUB_ROWS]);
+            #pragma unroll
+            for (int s = 0; s < SUB_N; ++s)
+                *reinterpret_cast<float4*>(&regN[SUB * s]) =
+                    *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff + s * SUB_COLS]);
+        };
+        if (FRAG_DB) {  // fragments of k-step dotIdx+1 load while k-step dotIdx multiplies
+            float regM[2][TM], regN[2][TN];
+            loadFragments(regM[0], regN[0], 0);
+            #pragma unroll
+            for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
+                if (dotIdx + 1 < BK) loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], dotIdx + 1);
                 #pragma unroll
-                for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
-                    threadResults[resIdxM][resIdxN] += regM[resIdxM] * regN[resIdxN];
+                for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
+                    #pragma unroll
+                    for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
+                        threadResults[resIdxM][resIdxN] += regM[dotIdx % 2][resIdxM] * regN[dotIdx % 2][resIdxN];
+            }
+        } else {
+            #pragma unroll
+            for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
+                float regM[TM], regN[TN];
+                loadFragments(regM, regN, dotIdx);
+                #pragma unroll
+                for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
+                    #pragma unroll
+                    for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
+                        threadResults[resIdxM][resIdxN] += regM[resIdxM] * regN[resIdxN];
+            }
         }
     }
     waitAsyncGroups<0>();  // no copy may still be writing shared memory when the block exits
 
     // Epilogue: bias + ReLU + mask, registers -> C. Sub-tile (subM, subN) holds rows
-    // threadRowOff + subM*WM/2 + 0..3 and columns threadColOff + subN*WN/2 + 0..3 of the block
-    // tile; WN/2 = 32, so the 8 lanes of one laneRow cover exactly one mask word per row.
-    float biasVals[2][4];
+    // threadRowOff + subM*SUB_ROWS + 0..3 and columns threadColOff + subN*SUB_COLS + 0..3 of the
+    // block tile; SUB_COLS = 4 * LANE_COLS = 32, so the 8 lanes of one laneRow cover exactly one
+    // mask word per row and sub-tile.
+    static_assert(SUB_COLS == 32, "one sub-tile column band = one mask word");
+    float biasVals[SUB_N][SUB];
     #pragma unroll
-    for (int subN = 0; subN < 2; ++subN)
+    for (int subN = 0; subN < SUB_N; ++subN)
         #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int cCol = blockCol + threadColOff + subN * (WN / 2) + j;
+        for (int j = 0; j < SUB; ++j) {
+            const int cCol = blockCol + threadColOff + subN * SUB_COLS + j;
             biasVals[subN][j] = cCol < N ? bias[cCol] : 0.0f;
         }
     const int W = (N + 31) / 32;  // mask words per row
     #pragma unroll
-    for (int subM = 0; subM < 2; ++subM)
+    for (int subM = 0; subM < SUB_M; ++subM)
         #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int cRow = blockRow + threadRowOff + subM * (WM / 2) + i;
+        for (int i = 0; i < SUB; ++i) {
+            const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
             const bool rowOk = cRow < M;
             float* cPtr = C + (size_t)cRow * N;
             #pragma unroll
-            for (int subN = 0; subN < 2; ++subN) {
-                const int cCol = blockCol + threadColOff + subN * (WN / 2);
-                float res[4];
+            for (int subN = 0; subN < SUB_N; ++subN) {
+                const int cCol = blockCol + threadColOff + subN * SUB_COLS;
+                float res[SUB];
                 uint32_t nibble = 0;
                 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const float v = threadResults[subM * 4 + i][subN * 4 + j] + biasVals[subN][j];
+                for (int j = 0; j < SUB; ++j) {
+                    const float v = threadResults[subM * SUB + i][subN * SUB + j] + biasVals[subN][j];
                     res[j] = v > 0.0f ? v : 0.0f;
                     nibble |= (res[j] > 0.0f && cCol + j < N) ? (1u << j) : 0u;
                 }
@@ -206,7 +251,7 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                         if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
                     } else {
                         #pragma unroll
-                        for (int j = 0; j < 4; ++j)
+                        for (int j = 0; j < SUB; ++j)
                             if (cCol + j < N) cPtr[cCol + j] = res[j];
                     }
                 }
@@ -216,18 +261,18 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                 word |= __shfl_xor_sync(0xffffffffu, word, 1);
                 word |= __shfl_xor_sync(0xffffffffu, word, 2);
                 word |= __shfl_xor_sync(0xffffffffu, word, 4);
-                const int wordCol = (blockCol + warpCol * WN + subN * (WN / 2)) / 32;
+                const int wordCol = (blockCol + warpCol * WN + subN * SUB_COLS) / 32;
                 if (laneCol == 0 && rowOk && wordCol < W) mask[(size_t)cRow * W + wordCol] = word;
             }
         }
 }
 
 // ------------------------------------------------------------------ launcher
-template <int BM, int BN, int BK, int LANE_ROWS, int STAGES, int MIN_BLOCKS, bool VEC>
+template <int BM, int BN, int BK, int LANE_ROWS, int SUB_M, int SUB_N, int STAGES, int MIN_BLOCKS, bool VEC>
 static void launchConfig(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
                          int M, int N, int K, cudaStream_t stream) {
-    using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, STAGES>;
-    auto kernel = gemm_bias_relu_kernel<BM, BN, BK, LANE_ROWS, STAGES, MIN_BLOCKS, VEC>;
+    using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>;
+    auto kernel = gemm_bias_relu_kernel<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES, MIN_BLOCKS, VEC>;
     static bool attributeSet = false;  // raise the dynamic shared-memory limit once per instantiation
     if (!attributeSet) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cfg::SMEM_BYTES);
@@ -250,6 +295,12 @@ static void launchConfig(const float* A, const float* B, const float* bias, floa
 #ifndef BIG_LANE_ROWS
 #define BIG_LANE_ROWS 4
 #endif
+#ifndef BIG_SUB_M
+#define BIG_SUB_M 2
+#endif
+#ifndef BIG_SUB_N
+#define BIG_SUB_N 2
+#endif
 #ifndef BIG_STAGES
 #define BIG_STAGES 2
 #endif
@@ -265,9 +316,9 @@ static void launchAuto(const float* A, const float* B, const float* bias, float*
                        int M, int N, int K, cudaStream_t stream) {
     const long bigTiles = (long)((M + BIG_BM - 1) / BIG_BM) * ((N + BIG_BN - 1) / BIG_BN);
     if (bigTiles >= SMALL_TILE_THRESHOLD)
-        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_STAGES, BIG_MIN_BLOCKS, VEC>(A, B, bias, C, mask, M, N, K, stream);
+        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_SUB_M, BIG_SUB_N, BIG_STAGES, BIG_MIN_BLOCKS, VEC>(A, B, bias, C, mask, M, N, K, stream);
     else  // 64 x 64 block tile: 2 x 1 warps of 32 x 64, 64 threads
-        launchConfig<64, 64, 8, 4, 3, 4, VEC>(A, B, bias, C, mask, M, N, K, stream);
+        launchConfig<64, 64, 8, 4, 2, 2, 3, 4, VEC>(A, B, bias, C, mask, M, N, K, stream);
 }
 
 extern "C" void gemm_relu(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
