@@ -276,7 +276,7 @@ static void launchConfig(const float* A, const float* B, float* C, int M, int N,
 #define BIG_SUB_M 2
 #endif
 #ifndef BIG_SUB_N
-#define BIG_SUB_N 2
+#define BIG_SUB_N 4
 #endif
 #ifndef BIG_STAGES
 #define BIG_STAGES 2
