@@ -39,8 +39,11 @@ class Case:
     @property
     def digests(self) -> dict[str, str]:
         """sha256 of each input's bytes as the parent holds them (the worker sends its own after the call)."""
-        import hashlib
-        return {k: hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest() for k, v in self.inputs.items()}
+        if "_digests" not in self.__dict__:
+            import hashlib
+            self.__dict__["_digests"] = {k: hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()
+                                         for k, v in self.inputs.items()}
+        return self.__dict__["_digests"]
 
 
 @dataclass
