@@ -7,7 +7,7 @@ import torch
 import grader
 from grader import LauncherError, SubmissionError
 
-from conftest import KERNELS
+KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
 
 NAIVE = os.path.join(KERNELS, "01_naive.cu")
 
