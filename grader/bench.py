@@ -297,6 +297,47 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def markdown(info: dict, rows: list[dict]) -> str:
+    """The README's results tables (GEMM ladder by size, ReLU pair, fused), from bench rows."""
+    gemm = [r for r in rows if r["kind"] == "gemm"]
+    shapes = list(dict.fromkeys(r["shape"] for r in gemm))
+    names = list(dict.fromkeys(r["kernel"] for r in gemm))
+    at = {(r["kernel"], r["shape"]): r for r in gemm}
+    big = max(shapes, key=lambda s: int(s.split("x")[0]) if len(set(s.split("x"))) == 1 else 0)
+    out = [f"{info.get('gpu')}, torch {info.get('torch')}, CUDA {info.get('cuda')}, {info.get('date')}; "
+           f"nvidia-smi at the end (SM clock, max, memory clock, power, temperature): "
+           f"{info.get('nvidia_smi_clocks_sm_max_mem_power_temp', '?')}.", "",
+           "| kernel | " + " | ".join(f"{s} TFLOP/s" for s in shapes) + f" | % cuBLAS ({big}) | x prev ({big}) |",
+           "|---|" + "---:|" * (len(shapes) + 2)]
+    for k in names:
+        cells = [f"{at[k, s]['tflops']:.2f}" if (k, s) in at else "" for s in shapes]
+        r = at.get((k, big), {})
+        prev = f"{r['speedup_prev']:.2f}" if r.get("speedup_prev") else ""
+        out.append(f"| {k} | " + " | ".join(cells) + f" | {r.get('pct_of_baseline', 0):.1f} | {prev} |")
+    relu = [r for r in rows if r["kind"] == "relu"]
+    if relu:
+        out += ["", f"ReLU, {relu[0]['shape']} floats:", "",
+                "| kernel | ms | GB/s | % of copy | x PyTorch |", "|---|---:|---:|---:|---:|"]
+        out += [f"| {r['kernel']} | {r['ms']:.4f} | {r['gbs']:.0f} | {r['pct_of_copy_bw']:.1f} | "
+                f"{r['speedup_vs_torch']:.3f} |" if r.get("speedup_vs_torch") else
+                f"| {r['kernel']} | {r['ms']:.4f} | {r['gbs']:.0f} | {r['pct_of_copy_bw']:.1f} | |" for r in relu]
+    fused = [r for r in rows if r["kind"] == "fused"]
+    if fused:
+        out += ["", f"Fused epilogue, {fused[0]['shape']}:", "",
+                "| kernel | ms | TFLOP/s | / GEMM alone |", "|---|---:|---:|---:|"]
+        out += [f"| {r['kernel']} | {r['ms']:.3f} | {r['tflops']:.2f} | {r['ratio_to_gemm_only']:.3f} |" for r in fused]
+    return "\n".join(out)
+
+
+def rewrite_readme(path: str, text: str, begin="<!-- results:begin -->", end="<!-- results:end -->") -> None:
+    """Replace what stands between the two markers of `path` with `text`."""
+    doc = Path(path).read_text()
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{path} has no {begin} ... {end} block to rewrite")
+    head, rest = doc.split(begin, 1)
+    Path(path).write_text(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
+
+
 def plot_ladder(rows: list[dict], path: str) -> None:
     """Bar chart of the GEMM ladder (TFLOP/s per rung at each square size, cuBLAS as a line)."""
     try:
@@ -345,7 +386,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--only", nargs="*", choices=["gemm", "relu", "fused"], default=["gemm", "relu", "fused"])
     p.add_argument("--plot", metavar="FILE.png")
     p.add_argument("--save", metavar="FILE.json", help="also write {info, rows} to this file")
+    p.add_argument("--from", dest="from_json", metavar="FILE.json",
+                   help="no GPU work: read rows saved with --save (to print, plot or --readme them)")
+    p.add_argument("--readme", metavar="README.md",
+                   help="rewrite the results tables between <!-- results:begin/end --> in this file")
     args = p.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        if args.readme:
+            rewrite_readme(args.readme, markdown(saved["info"], saved["rows"]))
+        if args.plot:
+            plot_ladder(saved["rows"], args.plot)
+        print(json.dumps(saved["rows"], indent=1) if args.json else format_table(saved["rows"]))
+        return 0
 
     torch = _torch()
     if not torch.cuda.is_available():
@@ -368,6 +421,8 @@ def main(argv: list[str]) -> int:
     info = gpu_info()
     if args.save:
         Path(args.save).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+    if args.readme:
+        rewrite_readme(args.readme, markdown(info, rows))
     if args.plot and any(r["kind"] == "gemm" for r in rows):
         plot_ladder(rows, args.plot)
     if args.json:

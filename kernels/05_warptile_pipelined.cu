@@ -3,11 +3,12 @@
 // per problem size from an autotuning sweep on the H200.
 //
 // What changed from 04_register_blocked.cu:
-//  1. Warp tiling. The 8 x 8 outputs of a thread are no longer one contiguous 8 x 8 square:
-//     they are 2 x 2 sub-tiles of 4 x 4, WM/2 rows and WN/2 columns apart inside the warp's
-//     WM x WN tile. The lanes of a warp form an LANE_ROWS x LANE_COLS grid (4 x 8), so one
-//     LDS.128 of the B fragment by a warp reads 8 consecutive float4 = 128 contiguous bytes
-//     (1 wavefront; 04's layout needed 2) and the A fragment read is 4 float4 broadcast.
+//  1. Warp tiling. A thread's outputs (8 x 16 in the large configuration: SUB_M x SUB_N = 2 x 4
+//     sub-tiles of 4 x 4) are no longer one contiguous square: the sub-tiles sit WM/SUB_M rows and
+//     WN/SUB_N columns apart inside the warp's WM x WN tile (32 x 128). The lanes of a warp form
+//     a LANE_ROWS x LANE_COLS grid (4 x 8), so one LDS.128 of the B fragment by a warp reads 8
+//     consecutive float4 = 128 contiguous bytes (1 wavefront; 04's layout needed 2) and the
+//     A fragment read is 4 float4 broadcast.
 //  2. Pipelining. The block keeps STAGES tiles of A and B in shared memory. While the warps
 //     multiply tile kt, the copies of tiles kt+1 .. kt+STAGES-1 are in flight: on sm_80+
 //     they are cp.async (global -> shared without registers, completing asynchronously,
@@ -16,12 +17,13 @@
 //     On sm_75 (T4) and on the course's CPU backend the same code does ordinary copies.
 //  3. The A tile is stored transposed with a row padding of 4 floats (As[BK][BM+4]): the
 //     transposing 4-byte stores of a warp land in 32 different banks, and float4 alignment stays.
-//  4. Tile sizes are template parameters; the launcher picks 128 x 128 tiles when there are
-//     enough of them to fill the 132 SMs, and 64 x 64 tiles otherwise (1024^3 has only 64
-//     tiles of 128 x 128). The values come from benchmarks/gpu_tune.sh on the H200.
+//  4. Tile sizes are template parameters; the launcher picks 128 x 256 block tiles (BK = 32,
+//     2 stages, 256 threads of 8 x 16 outputs) when there are enough of them to fill most of the
+//     132 SMs, and 64 x 64 tiles otherwise (1024^3 has only 32 tiles of 128 x 256). The values
+//     come from the sweeps of benchmarks/gpu_tune.py on the H200 (kernels/README.md).
 // Why faster: the FFMA pipe is kept busy (no exposed global latency, no extra barrier, fewer
-// shared-memory wavefronts per FMA): per k-step a thread issues 4 LDS.128 for 64 FFMA.
-// Measured on the H200 (2026-11-30, kernels/README.md): 42.01 TFLOP/s at 4096^3 (85.1 % of cuBLAS 49.35), 1.29x 04; 103 % at 1024^3.
+// shared-memory wavefronts per FMA): per k-step a thread issues 6 LDS.128 for 128 FFMA.
+// Measured on the H200 (2026-11-30, kernels/README.md): 45.48 TFLOP/s at 4096^3 (91.9 % of cuBLAS 49.48) with 8x16 thread tiles, 1.40x 04.
 #include <cuda_runtime.h>
 #include <cstdint>
 
