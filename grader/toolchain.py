@@ -144,7 +144,7 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             from . import cpu
             cpu.compile_library(source, work / "kernel.so", filename=filename,
                                 prelude=contract.declarations(exercise) if exercise else "",
-                                sanitize=sanitize, workdir=work)
+                                sanitize=sanitize, workdir=work, timeout=COMPILE_TIMEOUT_S)
         try:
             work.rename(out_dir)  # atomic publish; a concurrent build may have won
         except OSError:

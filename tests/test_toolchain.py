@@ -57,3 +57,9 @@ def test_build_without_gpu_for_cuda_backend_says_how_to_fix(monkeypatch):
     with pytest.raises(Exception) as e:
         toolchain.build(GOOD, backend="cuda", exercise="naive")
     assert "--backend cpu" in str(e.value) or "nvcc" in str(e.value)
+
+
+def test_a_compile_that_outlasts_the_limit_is_a_clear_compile_error(monkeypatch):
+    monkeypatch.setattr(toolchain, "COMPILE_TIMEOUT_S", 0.01)
+    with pytest.raises(CompileError, match="did not finish within"):
+        toolchain.build(GOOD + "\n// timeout test\n", backend="cpu", exercise="naive")

@@ -115,13 +115,22 @@ def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
     return objs, cmds
 
 
-def _run(cmds: list[list[str]], cwd: Path) -> list[tuple[int, str]]:
+def _run(cmds: list[list[str]], cwd: Path, timeout: float | None = None) -> list[tuple[int, str]]:
+    """Run the commands in parallel; all are killed if they outlast `timeout` seconds together."""
     procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in cmds]
-    return [(p.wait(), p.communicate()[0]) for p in procs]
+    try:
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+        return [(p.returncode, out) for p, out in zip(procs, outs)]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+            p.communicate()
+        raise CompileError(f"g++ did not finish within {timeout:.0f} s "
+                           "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).") from None
 
 
 def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu", prelude: str = "",
-                    sanitize: bool = False, workdir: Path | None = None) -> str:
+                    sanitize: bool = False, workdir: Path | None = None, timeout: float | None = None) -> str:
     """Compile a kernel file into a CPU shared library at out_path; returns the compiler log.
 
     Raises CompileError (message: trimmed diagnostics at the learner's lines; log: everything).
@@ -135,7 +144,7 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
         kernel_flags = _COMMON + _CHECKS + (_ASAN if sanitize else _RACE)
         cmds = [[GXX, *kernel_flags, "-c", "kernel_emu.cpp", "-o", "kernel_emu.o"]]
         runtime_objs, runtime_cmds = _runtime_objects(sanitize)
-        results = _run(cmds + runtime_cmds, tmp)
+        results = _run(cmds + runtime_cmds, tmp, timeout)
         log = "".join(out for _, out in results)
         if any(rc for rc, _ in results):
             raise CompileError(_trim(log, tmp), log)
@@ -145,7 +154,7 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
         objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
         link = [GXX, "-shared", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
-        rc, out = _run([link], tmp)[0]
+        rc, out = _run([link], tmp, timeout)[0]
         log += out
         if rc:
             raise CompileError(_trim(log, tmp), log)
