@@ -299,8 +299,6 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
             rows[row["student_id"]] = row
             write_gradebook(out, [rows[s.student_id] for s in subs if s.student_id in rows], meta)
 
-    if compile_timeout:
-        toolchain.COMPILE_TIMEOUT_S = float(compile_timeout)
     bar = _Progress(len(todo), f"compile {exercise}") if progress and todo else None
 
     # phase 1: compile, `jobs` at a time (builds are cached: phase 2 finds them)
@@ -308,7 +306,7 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
         sub, _ = item
         try:
             if isinstance(sub.source, str) and sub.source.strip() and not forbidden.scan(sub.source):
-                toolchain.build(sub.source, backend=backend, exercise=exercise,
+                toolchain.build(sub.source, backend=backend, exercise=exercise, timeout=compile_timeout,
                                 filename=sub.path.name if sub.path and sub.path.suffix == ".cu" else "cell.cu")
         except GraderError:
             pass  # phase 2 grades it again and reports the error
@@ -351,7 +349,7 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
                     if sub.path and sub.path.suffix == ".cu":
                         src = sub.path  # the file itself: its name in diagnostics
                     r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
-                                    gpu=gpu)
+                                    compile_timeout=compile_timeout, gpu=gpu)
                     row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
         except GraderError as e:
             row = _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")

@@ -65,14 +65,12 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2).
 
     timeout: seconds the child may run the kernel (all shapes and the timed runs);
-    compile_timeout: seconds nvcc may take; gpu: the GPU index the child runs on (batch);
+    compile_timeout: seconds nvcc or g++ may take; gpu: the GPU index the child runs on (batch);
     scan=False skips the forbidden-construct scan (only for the grader's own tests).
     """
     ex = exercises.get(exercise, thresholds_file)
     backend = binding.resolve_backend(backend)
     res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" else None)
-    if compile_timeout:
-        toolchain.COMPILE_TIMEOUT_S = float(compile_timeout)
     try:
         source, filename = binding.read_source(source_or_path)
         if not source.strip():
@@ -82,7 +80,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
             res.message = forbidden.message(problems, filename)
             res.hint = "Write the GEMM yourself in __global__ kernels; only the CUDA runtime and standard headers."
             return res
-        build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename)
+        build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename,
+                                timeout=compile_timeout)
     except CompileError as e:
         res.message = f"does not compile:\n{e}"
         return res

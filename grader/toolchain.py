@@ -109,13 +109,14 @@ def _with_prelude(source: str, exercise: str | None, filename: str) -> str:
 
 def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
           filename: str = "kernel.cu", extra_flags: tuple[str, ...] = (),
-          sanitize: bool = False) -> Build:
+          sanitize: bool = False, timeout: float | None = None) -> Build:
     """Compile `source` (a kernel file's text) and return the cached library.
 
     Raises CompileError with the compiler's diagnostics (the learner's line
-    numbers) when the source does not compile, CannotGrade when the toolchain is
-    missing.
+    numbers) when the source does not compile or outlasts `timeout` seconds
+    (default COMPILE_TIMEOUT_S), CannotGrade when the toolchain is missing.
     """
+    timeout = timeout or COMPILE_TIMEOUT_S
     if backend == "cuda":
         nvcc = find_nvcc()
         if not nvcc:
@@ -139,12 +140,12 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out_dir.parent))
     try:
         if backend == "cuda":
-            _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags)
+            _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout)
         else:
             from . import cpu
             cpu.compile_library(source, work / "kernel.so", filename=filename,
                                 prelude=contract.declarations(exercise) if exercise else "",
-                                sanitize=sanitize, workdir=work, timeout=COMPILE_TIMEOUT_S)
+                                sanitize=sanitize, workdir=work, timeout=timeout)
         try:
             work.rename(out_dir)  # atomic publish; a concurrent build may have won
         except OSError:
@@ -156,14 +157,14 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
 
 
 def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filename: str,
-                  work: Path, extra_flags: tuple[str, ...]) -> str:
+                  work: Path, extra_flags: tuple[str, ...], timeout: float) -> str:
     src = work / "kernel.cu"
     src.write_text(_with_prelude(source, exercise, filename) + CUDA_EPILOGUE)
     cmd = [nvcc, f"-arch={arch}", *NVCC_FLAGS, *extra_flags, "-o", str(work / "kernel.so"), str(src)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=COMPILE_TIMEOUT_S)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise CompileError(f"nvcc did not finish within {COMPILE_TIMEOUT_S:.0f} s "
+        raise CompileError(f"nvcc did not finish within {timeout:.0f} s "
                            "(set GRADER_COMPILE_TIMEOUT to allow longer).")
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
