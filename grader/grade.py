@@ -10,13 +10,14 @@ same child, the same way, and must reach the exercise's threshold.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from dataclasses import asdict, dataclass, field
 
 import torch
 
 from . import binding, checks, exercises, forbidden, sandbox, toolchain
-from .errors import CannotGrade, CompileError, SubmissionError
+from .errors import CannotGrade, CompileError, GraderError, SubmissionError
 from .worker import timed_inputs
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
@@ -112,6 +113,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu)
     res.output = run.output if run.crashed or run.timed_out else _printed(run.output)
     _verdict_correctness(res, cases, run)
+    if backend == "cpu" and run.crashed and not res.correct:
+        _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout)
     if res.correct and timed:
         _verdict_speed(res, ex, run, request["timing"])
     elif res.correct:
@@ -122,6 +125,44 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         else:
             res.message = "correct on every shape"
     return res
+
+
+def _explain_cpu_crash(res: Result, source: str, exercise: str, filename: str, cases: list,
+                       request: dict, wire: list, compile_timeout: float | None) -> None:
+    """A crash on the CPU backend: re-run the input that crashed under AddressSanitizer and
+    name the access and its line (a GPU would have said 'illegal memory access', no more)."""
+    from . import cpu
+
+    crashed = next((i for i, s in enumerate(res.shapes) if not s.correct), None)
+    if crashed is None:
+        return
+    try:
+        build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename,
+                                sanitize=True, timeout=compile_timeout)
+    except GraderError:
+        return
+    run = sandbox.run_worker(request | {"lib": str(build.path), "schedules": [0]}, [wire[crashed]],
+                             timeout=sandbox.RUN_TIMEOUT_S, extra_env=cpu.sanitizer_env())
+    report = _asan_summary(run.output, filename)
+    if report:
+        res.message += f"\nAddressSanitizer, re-running that input: {report}"
+        res.hint = ("An out-of-bounds access: compare every index with the size of the array it "
+                    "indexes, and check the bounds test guards each load and store.")
+
+
+def _asan_summary(output: str, filename: str) -> str:
+    """'heap-buffer-overflow: WRITE of size 4 at mine.cu:8' from an AddressSanitizer report."""
+    kind = re.search(r"ERROR: AddressSanitizer: ([\w-]+)", output)
+    if not kind:
+        return ""
+    access = re.search(r"(READ|WRITE) of size (\d+)", output)
+    where = re.search(rf"#\d+ 0x[0-9a-f]+ in .*?({re.escape(filename)}:\d+)", output)
+    text = kind.group(1)
+    if access:
+        text += f": {access.group(1)} of size {access.group(2)}"
+    elif "SEGV" in kind.group(1) or "SEGV" in output:
+        text += " (a wild address)"
+    return text + (f" at {where.group(1)}" if where else "")
 
 
 def _printed(text: str) -> str:
@@ -153,6 +194,9 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         if errors:
             res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"
+            if "wrote past the end" in errors[0] or "wrote before the start" in errors[0]:
+                res.hint = ("An out-of-bounds write: the bounds test must keep every thread whose row "
+                            "or column lies outside the matrix from storing (row < M, col < N).")
             return
         tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items()
                            if h != case.digests[k]})

@@ -63,14 +63,18 @@ def _child_env(gpu: int | None = None) -> dict[str, str]:
 
 
 def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
-               timeout: float = RUN_TIMEOUT_S, gpu: int | None = None) -> ChildRun:
-    """Send the request and cases to a fresh worker; collect its messages until it exits."""
+               timeout: float = RUN_TIMEOUT_S, gpu: int | None = None,
+               extra_env: dict[str, str] | None = None) -> ChildRun:
+    """Send the request and cases to a fresh worker; collect its messages until it exits.
+
+    extra_env: added to the child's environment (the CPU backend's sanitizer preload)."""
     result = ChildRun()
     r_fd, w_fd = os.pipe()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(w_fd)],
                                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=(w_fd,), env=_child_env(gpu), start_new_session=True)
+                                pass_fds=(w_fd,), env=_child_env(gpu) | (extra_env or {}),
+                                start_new_session=True)
         os.close(w_fd)
 
         def feed():

@@ -22,8 +22,8 @@ import torch
 
 from . import contract, protocol
 from .binding import KernelModule
-from .checks import POISON_MASK, poison_float32
-from .errors import GraderError
+from .checks import POISON_BITS, POISON_MASK
+from .errors import GraderError, KernelError
 from .toolchain import Build
 
 
@@ -32,14 +32,52 @@ def _load(path: str, exercise: str, backend: str) -> KernelModule:
     return KernelModule(Build(path=lib, backend=backend, exercise=exercise, key=lib.parent.name, cached=True))
 
 
-def _alloc_outputs(launcher, dims: dict[str, int], device) -> list[torch.Tensor]:
+GUARD = 1024  # elements of poison before and after each buffer a test call gets
+
+
+INPUT_GUARD_BITS = {torch.float32: 0x7FC0FFEE, torch.int32: 0x5A5A5A5A}  # unlike any output poison
+
+
+def _guard_word(dtype: torch.dtype, device, is_input: bool = False) -> torch.Tensor:
+    """The int32 bit pattern a guard zone holds. Inputs' guards differ from outputs' poison, so
+    a value computed from an out-of-bounds read (a NaN keeps its payload) cannot pass for the
+    untouched guard of an output."""
+    word = INPUT_GUARD_BITS[dtype] if is_input else (POISON_BITS if dtype == torch.float32 else POISON_MASK)
+    return torch.tensor([word], dtype=torch.int32, device=device)
+
+
+def _guarded(shape: list[int], dtype: torch.dtype, device, content: torch.Tensor | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A tensor of `shape` (poisoned, or a copy of the input `content`) inside a buffer whose
+    GUARD elements on each side hold a guard word: a write out of bounds lands there and
+    shows. Returns (tensor, whole buffer)."""
+    numel = int(np.prod(shape, dtype=np.int64))
+    base = _guard_word(dtype, device, content is not None).repeat(numel + 2 * GUARD).view(dtype)
+    inner = base[GUARD:GUARD + numel].view(shape)
+    if content is not None:
+        inner.copy_(content)
+    return inner, base
+
+
+def _damage(name: str, base: torch.Tensor, numel: int, is_input: bool) -> str | None:
+    """How a kernel wrote outside `name`, judged by its guard zones; None when it did not."""
+    bits, word = base.view(torch.int32), _guard_word(base.dtype, base.device, is_input)
+    hit_after = (bits[GUARD + numel:] != word).nonzero().flatten()
+    hit_before = (bits[:GUARD] != word).nonzero().flatten()
+    if len(hit_after):
+        return (f"wrote past the end of {name}: {len(hit_after)} element(s) in the {GUARD} after it "
+                f"(the first at index {numel + int(hit_after[0])} of a {numel}-element array)")
+    if len(hit_before):
+        return f"wrote before the start of {name}: {len(hit_before)} element(s) at negative indices"
+    return None
+
+
+def _alloc_outputs(launcher, dims: dict[str, int], device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(tensor, guarded buffer) per output, poisoned: unwritten elements and stray writes show."""
     outs = []
     for name in contract.outputs(launcher):
         shape = [dims[d] for d in contract.SHAPES[name]]
-        if contract.is_mask(name):
-            outs.append(torch.full(shape, POISON_MASK, dtype=torch.int32, device=device))
-        else:
-            outs.append(poison_float32(shape, device))
+        outs.append(_guarded(shape, torch.int32 if contract.is_mask(name) else torch.float32, device))
     return outs
 
 
@@ -62,15 +100,21 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
     (relu_backward reads the mask relu_forward wrote). If `digests` is given, it receives
     the hash of every input as it is after the calls (a kernel that writes its inputs shows)."""
     dims = _dims(mod.exercise, shape)
-    values = {k: v.clone().to(mod.device) for k, v in inputs.items()}
+    guarded = {k: _guarded(list(v.shape), v.dtype, mod.device, v) for k, v in inputs.items()}
+    values = {k: t for k, (t, _) in guarded.items()}
     for launcher in contract.LAUNCHERS[mod.exercise]:
         outs = _alloc_outputs(launcher, dims, mod.device)
         names = contract.outputs(launcher)
         args = [values[n] for n in contract.inputs(launcher)]
-        getattr(mod.launch, launcher.name)(*args, *outs)
+        getattr(mod.launch, launcher.name)(*args, *[t for t, _ in outs])
         mod.check_error(launcher.name, synchronize=True)
-        for n, t in zip(names, outs):
-            values.setdefault(n, t)  # first writer wins: relu_backward's mask is an input
+        for n, (t, base) in zip(names, outs):
+            if n not in values:  # first writer wins: relu_backward's mask is an input
+                values[n], guarded[n] = t, (t, base)
+    for name, (t, base) in guarded.items():
+        problem = _damage(name, base, t.numel(), name in inputs)
+        if problem:
+            raise KernelError(problem)
     if digests is not None:
         digests.update({k: digest(values[k]) for k in inputs})
     return {n: values[n].cpu() for l in contract.LAUNCHERS[mod.exercise] for n in contract.outputs(l)}
@@ -123,7 +167,7 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
         bufs = {}
         steps = []
         for launcher in contract.LAUNCHERS[m.exercise]:
-            outs = _alloc_outputs(launcher, dims, "cuda")
+            outs = [t for t, _ in _alloc_outputs(launcher, dims, "cuda")]
             for n, t in zip(contract.outputs(launcher), outs):
                 bufs.setdefault(n, t)
             args = [ins.get(n, bufs.get(n)) for n in contract.inputs(launcher)]

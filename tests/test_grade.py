@@ -35,8 +35,9 @@ CPU_EXPECT = {
     "transposed_operand.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
     "off_by_one_k.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "unwritten_tail.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
-    "missing_bounds.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
+    "missing_bounds.cu": (True, False, False, r"wrote past the end of C|crashed|out of bounds|out-of-bounds"),
     "oob_write.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
+    "past_end_write.cu": (True, False, False, r"^at shape 1x1x1: wrote past the end of C: 1 element"),
     "missing_barrier.cu": (True, False, False, r"race"),
     "divergent_barrier.cu": (True, False, False, r"divergent barrier"),
     "reduced_precision.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
@@ -64,6 +65,7 @@ HINTS = {  # file -> regex on the hint (either backend)
     "reduced_precision.cu": r"half, bfloat16 or TF32",
     "result_replay.cu": r"Do not keep results between calls",
     "input_tampering.cu": r"Only the output",
+    "past_end_write.cu": r"out-of-bounds write",
 }
 
 # kernels/ file -> exercise (05_* are GEMMs with the `gemm` launcher)
