@@ -24,7 +24,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+from .checks import pack_mask
+from .contract import mask_words
+from .exercises import KERNELS_DIR
+
 REL_TOL = 1e-4
 CHECK_SHAPES = [(1, 1, 1), (17, 33, 65), (127, 253, 61), (1000, 1000, 1000)]
 
@@ -48,19 +51,6 @@ BEST_GEMM_FILE = "05_warptile_pipelined.cu"
 def _torch():
     import torch
     return torch
-
-
-def pack_mask(pos):
-    """Bool tensor M x N -> int32 M x ceil(N/32) in the contract's layout (bit j%32 of word j/32)."""
-    torch = _torch()
-    m, n = pos.shape
-    w = (n + 31) // 32
-    padded = torch.zeros(m, w * 32, dtype=torch.int64, device=pos.device)
-    padded[:, :n] = pos.to(torch.int64)
-    weights = (torch.ones(32, dtype=torch.int64, device=pos.device) << torch.arange(32, device=pos.device))
-    words = (padded.view(m, w, 32) * weights).sum(-1)
-    words = torch.where(words >= 2**31, words - 2**32, words)
-    return words.to(torch.int32)
 
 
 def rel_err(out, ref) -> float:
@@ -95,7 +85,7 @@ def check_gemm_relu(mod, m, n, k, seed) -> float:
     A, B = _gemm_inputs(m, n, k, seed)
     bias = torch.randn(n, device="cuda")
     C = torch.full((m, n), float("nan"), device="cuda")
-    mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32, device="cuda")
+    mask = torch.full((m, mask_words(n)), -1, dtype=torch.int32, device="cuda")
     mod.launch.gemm_relu(A, B, bias, C, mask)
     mod.check_error("gemm_relu", synchronize=True)
     err = rel_err(C, torch.relu(A.double() @ B.double() + bias.double()))
@@ -111,7 +101,7 @@ def check_relu(mod, m, n, seed) -> float:
     dY = torch.randn(m, n, device="cuda", generator=g)
     Y = torch.full_like(X, float("nan"))
     dX = torch.full_like(X, float("nan"))
-    mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32, device="cuda")
+    mask = torch.full((m, mask_words(n)), -1, dtype=torch.int32, device="cuda")
     mod.launch.relu_forward(X, Y, mask)
     mod.launch.relu_backward(mask, dY, dX)
     mod.check_error("relu", synchronize=True)

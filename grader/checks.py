@@ -114,12 +114,13 @@ def make_case_from(exercise: str, shape: tuple[int, ...], inputs: dict[str, torc
 
 
 def pack_mask(bits: torch.Tensor) -> torch.Tensor:
-    """[M, N] bool -> [M, ceil(N/32)] int32 words, bit j%32 of word j/32 (the contract)."""
+    """[M, N] bool -> [M, ceil(N/32)] int32 words, bit j%32 of word j/32 (the contract).
+    Runs on the device `bits` lives on."""
     m, n = bits.shape
     w = contract.mask_words(n)
-    padded = torch.zeros(m, w * 32, dtype=torch.int64)
+    padded = torch.zeros(m, w * 32, dtype=torch.int64, device=bits.device)
     padded[:, :n] = bits.to(torch.int64)
-    weights = (1 << torch.arange(32, dtype=torch.int64))
+    weights = (1 << torch.arange(32, dtype=torch.int64, device=bits.device))
     words = (padded.view(m, w, 32) * weights).sum(-1)
     return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)  # same bits, signed
 

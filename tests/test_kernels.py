@@ -128,7 +128,7 @@ def test_gemm_correct_on_cpu_backend(name):
 
 def test_relu_mask_on_cpu_backend():
     torch, mod = _cpu_module("06_relu_mask.cu")
-    from grader.bench import pack_mask
+    from grader.checks import pack_mask
     g = torch.Generator().manual_seed(1)
     for m, n in [(1, 1), (17, 33), (5, 64)]:
         X, dY = torch.randn(m, n, generator=g), torch.randn(m, n, generator=g)
@@ -143,7 +143,7 @@ def test_relu_mask_on_cpu_backend():
 
 def test_gemm_relu_on_cpu_backend():
     torch, mod = _cpu_module("07_gemm_relu.cu")
-    from grader.bench import pack_mask
+    from grader.checks import pack_mask
     g = torch.Generator().manual_seed(2)
     for m, n, k in CPU_SHAPES:
         A, B, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
