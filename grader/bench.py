@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import plots
 from .checks import pack_mask
 from .contract import mask_words
 from .exercises import KERNELS_DIR
@@ -328,36 +329,6 @@ def rewrite_readme(path: str, text: str, begin="<!-- results:begin -->", end="<!
     Path(path).write_text(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
 
 
-def plot_ladder(rows: list[dict], path: str) -> None:
-    """Bar chart of the GEMM ladder (TFLOP/s per rung at each square size, cuBLAS as a line)."""
-    try:
-        from . import plots  # the project's plotting module, when it has the ladder chart
-        if hasattr(plots, "ladder_chart"):
-            plots.ladder_chart(rows, path)
-            return
-    except ImportError:
-        pass
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    gemm = [r for r in rows if r["kind"] == "gemm"]
-    shapes = list(dict.fromkeys(r["shape"] for r in gemm))
-    kernels = [k for k in dict.fromkeys(r["kernel"] for r in gemm) if k != "cublas"]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    width = 0.8 / max(1, len(shapes))
-    for si, shape in enumerate(shapes):
-        vals = [next((r["tflops"] for r in gemm if r["shape"] == shape and r["kernel"] == k), 0) for k in kernels]
-        bars = ax.bar([i + si * width for i in range(len(kernels))], vals, width, label=shape)
-        cub = next(r["tflops"] for r in gemm if r["shape"] == shape and r["kernel"] == "cublas")
-        ax.axhline(cub, ls="--", lw=0.8, color=bars.patches[0].get_facecolor())
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(kernels))], kernels, rotation=25, ha="right")
-    ax.set_ylabel("TFLOP/s (FP32)")
-    ax.set_title("GEMM ladder vs cuBLAS FP32 (dashed), " + _torch().cuda.get_device_name(0))
-    ax.legend(title="M x N x K")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-
-
 def _parse_shape(s: str) -> tuple[int, int, int]:
     parts = [int(x) for x in s.lower().split("x")]
     if len(parts) != 3 or min(parts) < 1:
@@ -386,7 +357,7 @@ def main(argv: list[str]) -> int:
         if args.readme:
             rewrite_readme(args.readme, markdown(saved["info"], saved["rows"]))
         if args.plot:
-            plot_ladder(saved["rows"], args.plot)
+            plots.ladder_chart(saved["rows"], saved["info"].get("gpu", "")).savefig(args.plot, dpi=90)
         print(json.dumps(saved["rows"], indent=1) if args.json else format_table(saved["rows"]))
         return 0
 
@@ -414,7 +385,7 @@ def main(argv: list[str]) -> int:
     if args.readme:
         rewrite_readme(args.readme, markdown(info, rows))
     if args.plot and any(r["kind"] == "gemm" for r in rows):
-        plot_ladder(rows, args.plot)
+        plots.ladder_chart(rows, info.get("gpu", "")).savefig(args.plot, dpi=90)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -174,3 +174,25 @@ def lines(xs, series: dict[str, list[float]], xlabel: str, ylabel: str, logx=Tru
     if title:
         ax.set_title(title)
     return _done(fig)
+
+
+def ladder_chart(rows: list[dict], gpu: str = ""):
+    """The bench's GEMM ladder: TFLOP/s per rung at each shape, cuBLAS as a dashed line per shape
+    (rows as `python -m grader bench --save` writes them)."""
+    gemm = [r for r in rows if r["kind"] == "gemm"]
+    shapes = list(dict.fromkeys(r["shape"] for r in gemm))
+    kernels = [k for k in dict.fromkeys(r["kernel"] for r in gemm) if k != "cublas"]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / max(1, len(shapes))
+    for si, shape in enumerate(shapes):
+        vals = [next((r["tflops"] for r in gemm if r["shape"] == shape and r["kernel"] == k), 0) for k in kernels]
+        color = COLORS[si % len(COLORS)]
+        ax.bar([i + si * width for i in range(len(kernels))], vals, width, label=shape, color=color)
+        cub = next((r["tflops"] for r in gemm if r["shape"] == shape and r["kernel"] == "cublas"), None)
+        if cub:
+            ax.axhline(cub, ls="--", lw=0.8, color=color)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(kernels))], kernels, rotation=25, ha="right")
+    ax.set_ylabel("TFLOP/s (FP32)")
+    ax.set_title(f"GEMM ladder vs cuBLAS FP32 (dashed){', ' + gpu if gpu else ''}")
+    ax.legend(title="M x N x K")
+    return _done(fig)
