@@ -93,3 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `... | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0
