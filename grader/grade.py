@@ -111,7 +111,7 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
             for i, c in enumerate(cases)]
     run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu)
-    res.output = run.output if run.crashed or run.timed_out else _printed(run.output)
+    res.output = run.output if run.crashed or run.timed_out else run.output.strip()
     _verdict_correctness(res, cases, run)
     if backend == "cpu" and run.crashed and not res.correct:
         _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout)
@@ -163,10 +163,6 @@ def _asan_summary(output: str, filename: str) -> str:
     elif "SEGV" in kind.group(1) or "SEGV" in output:
         text += " (a wild address)"
     return text + (f" at {where.group(1)}" if where else "")
-
-
-def _printed(text: str) -> str:
-    return text.strip()
 
 
 def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.ChildRun) -> None:

@@ -22,7 +22,7 @@ import torch
 
 from . import contract, protocol
 from .binding import KernelModule
-from .checks import POISON_BITS, POISON_MASK
+from .checks import POISON_BITS, POISON_MASK, random_inputs
 from .errors import GraderError, KernelError
 from .toolchain import Build
 
@@ -122,15 +122,7 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
 
 def timed_inputs(exercise: str, shape, seed: int) -> dict[str, torch.Tensor]:
     """Inputs for timing, from a seed; the parent regenerates them to check the output."""
-    gen = torch.Generator().manual_seed(seed)
-    if exercise == "relu_mask":
-        m, n = shape
-        return {"X": torch.randn(m, n, generator=gen), "dY": torch.randn(m, n, generator=gen)}
-    m, n, k = shape
-    ins = {"A": torch.randn(m, k, generator=gen), "B": torch.randn(k, n, generator=gen)}
-    if exercise == "gemm_relu":
-        ins["bias"] = torch.randn(n, generator=gen)
-    return ins
+    return random_inputs(exercise, tuple(shape), torch.Generator().manual_seed(seed))
 
 
 def _epilogue_bias_relu_mask(ins: dict, bufs: dict, dims: dict):
