@@ -249,16 +249,21 @@ warptile_pipelined_gemm_kernel(const float* A, const float* B, float* C, int M, 
 
 // ------------------------------------------------------------------ launcher
 template <int BM, int BN, int BK, int LANE_ROWS, int SUB_M, int SUB_N, int STAGES, int MIN_BLOCKS, bool VEC>
-static void launchConfig(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+static bool launchConfig(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
     using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>;
     auto kernel = warptile_pipelined_gemm_kernel<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES, MIN_BLOCKS, VEC>;
-    static bool attributeSet = false;  // raise the dynamic shared-memory limit once per instantiation
-    if (!attributeSet) {
+    // Raise the dynamic shared-memory limit once per instantiation. A GPU with less shared memory
+    // per block than this tile needs (a T4 allows 64 KB; the 128 x 256 x 32 tile takes 97 KB)
+    // refuses: then the caller uses a smaller tile.
+    static const cudaError_t attribute =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cfg::SMEM_BYTES);
-        attributeSet = true;
+    if (attribute != cudaSuccess) {
+        cudaGetLastError();  // clear the refusal: it is not the kernel's error
+        return false;
     }
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
     kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(A, B, C, M, N, K);
+    return true;
 }
 
 // The large configuration; -D overrides exist for the tuning sweep (benchmarks/gpu_tune.sh).
@@ -293,10 +298,11 @@ static void launchConfig(const float* A, const float* B, float* C, int M, int N,
 template <bool VEC>
 static void launchAuto(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
     const long bigTiles = (long)((M + BIG_BM - 1) / BIG_BM) * ((N + BIG_BN - 1) / BIG_BN);
-    if (bigTiles >= SMALL_TILE_THRESHOLD)
-        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_SUB_M, BIG_SUB_N, BIG_STAGES, BIG_MIN_BLOCKS, VEC>(A, B, C, M, N, K, stream);
-    else  // 64 x 64 block tile: 2 x 1 warps of 32 x 64, 64 threads
-        launchConfig<64, 64, 8, 4, 2, 2, 3, 4, VEC>(A, B, C, M, N, K, stream);
+    if (bigTiles >= SMALL_TILE_THRESHOLD &&
+        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_SUB_M, BIG_SUB_N, BIG_STAGES, BIG_MIN_BLOCKS, VEC>(A, B, C, M, N, K, stream))
+        return;
+    // 64 x 64 block tile: 2 x 1 warps of 32 x 64, 64 threads (few big tiles, or too little shared memory)
+    launchConfig<64, 64, 8, 4, 2, 2, 3, 4, VEC>(A, B, C, M, N, K, stream);
 }
 
 extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
