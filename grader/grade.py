@@ -113,7 +113,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu)
     res.output = run.output if run.crashed or run.timed_out else run.output.strip()
     _verdict_correctness(res, cases, run)
-    if backend == "cpu" and run.crashed and not res.correct:
+    # a crash, or a fault the CPU runtime caught and reported as an illegal memory access
+    if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
         _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout)
     if res.correct and timed:
         _verdict_speed(res, ex, run, request["timing"])

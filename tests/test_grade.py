@@ -36,7 +36,7 @@ CPU_EXPECT = {
     "off_by_one_k.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "unwritten_tail.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "missing_bounds.cu": (True, False, False, r"wrote past the end of C|crashed|out of bounds|out-of-bounds"),
-    "oob_write.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds"),
+    "oob_write.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds|illegal memory access"),
     "past_end_write.cu": (True, False, False, r"^at shape 1x1x1: wrote past the end of C: 1 element"),
     "missing_barrier.cu": (True, False, False, r"race"),
     "divergent_barrier.cu": (True, False, False, r"divergent barrier"),

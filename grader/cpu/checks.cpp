@@ -170,7 +170,14 @@ std::string source_line(const void* pc) {
     s = s.substr(0, s.find_first_of(" \n"));
     if (s.empty() || s[0] == '?') return "an unknown line";
     size_t slash = s.rfind('/');
-    return slash == std::string::npos ? s : s.substr(slash + 1);
+    if (slash != std::string::npos) s = s.substr(slash + 1);
+    // binutils' addr2line names DWARF 5's default file (1) after the compilation unit
+    // (file 0): the kernel file's first lines come out as the translation unit's
+    if (s.rfind("kernel_emu.cpp:", 0) == 0) {
+        std::string name = source_name;
+        s = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1) + s.substr(14);
+    }
+    return s;
 }
 
 }  // namespace cuda_emu

@@ -2,11 +2,16 @@
 // run as fibers that yield at __syncthreads and warp intrinsics. A round resumes every
 // runnable fiber once; when none is runnable, a barrier is released (or an error is
 // reported: divergent barrier, thread exited while others wait, deadlock).
+// A fault (SIGSEGV, SIGBUS, SIGFPE) raised while kernel code runs becomes a launch error
+// (see "Faults" below), as a GPU reports an illegal memory access instead of dying.
+#undef _FORTIFY_SOURCE  // __longjmp_chk aborts on a jump from a fiber's stack to the launch's
 #include "runtime_internal.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <csetjmp>
+#include <csignal>
 #include <cstdarg>
 #include <mutex>
 #include <unordered_map>
@@ -21,6 +26,10 @@ extern "C" void cuda_emu_switch(void** save_sp, void* new_sp) __attribute__((vis
 #ifdef CUDA_EMU_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+#else
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
 #endif
 
 CUDA_EMU_API uint3 threadIdx, blockIdx;
@@ -456,6 +465,153 @@ bool check_config(const void* fn, dim3 g, dim3 b, size_t smem) {
     }
     return true;
 }
+
+#ifndef CUDA_EMU_ASAN
+// ---- Faults ----------------------------------------------------------------------
+// While a launch runs, SIGSEGV, SIGBUS and SIGFPE have this handler, on an alternate
+// signal stack (a fiber that overflows its stack faults in its guard page, with no stack
+// left to run a handler on). A fault on the launching thread while a CUDA thread runs
+// jumps back to launch_grid (siglongjmp: the fibers are abandoned, their stacks reused),
+// which reports it as a launch error. Any other fault gets the handler that was there
+// before. Sanitize builds install nothing: AddressSanitizer must see the fault.
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE};
+constexpr int kNumFaultSignals = 3;
+constexpr size_t kAltStack = 64 * 1024;
+struct sigaction g_old_action[kNumFaultSignals];
+stack_t g_old_altstack;
+bool g_altstack_set = false;
+char* g_altstack = nullptr;
+sigjmp_buf g_fault_jmp;
+volatile sig_atomic_t g_armed = 0;
+pid_t g_launch_tid = 0;
+struct FaultInfo {
+    int sig = 0, code = 0;
+    void* addr = nullptr;
+    void* pc = nullptr;
+    int linear = 0;
+    bool overflow = false;  // in a fiber's guard page
+} g_fault;
+
+int fault_index(int sig) {
+    for (int i = 0; i < kNumFaultSignals; ++i)
+        if (kFaultSignals[i] == sig) return i;
+    return 0;
+}
+
+void* fault_pc(void* uc) {
+#if defined(__x86_64__) && defined(__linux__)
+    return (void*)((ucontext_t*)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__) && defined(__linux__)
+    return (void*)((ucontext_t*)uc)->uc_mcontext.pc;
+#else
+    (void)uc;
+    return nullptr;
+#endif
+}
+
+void fault_handler(int sig, siginfo_t* si, void* uc) {
+    // si_code > 0: raised by the CPU (not kill); gettid: not another thread of the process
+    if (g_armed && g_cur && si->si_code > 0 && (pid_t)syscall(SYS_gettid) == g_launch_tid) {
+        g_armed = 0;
+        g_fault.sig = sig;
+        g_fault.code = si->si_code;
+        g_fault.addr = si->si_addr;
+        g_fault.pc = fault_pc(uc);
+        g_fault.linear = g_linear;
+        uintptr_t a = (uintptr_t)si->si_addr;
+        g_fault.overflow = false;
+        for (const Fiber& f : g_fibers)
+            if (a >= (uintptr_t)f.stack - kGuard && a < (uintptr_t)f.stack) g_fault.overflow = true;
+        siglongjmp(g_fault_jmp, 1);
+    }
+    // Not a kernel's fault: back to the previous handler, which sees the fault again when
+    // the instruction re-executes (or now, for a signal sent with kill).
+    sigaction(sig, &g_old_action[fault_index(sig)], nullptr);
+    if (si->si_code <= 0) raise(sig);
+}
+
+void arm_faults() {
+    if (!g_altstack) {
+        void* mem = mmap(nullptr, kAltStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) return;  // no protection, as before
+        g_altstack = (char*)mem;
+    }
+    stack_t ss{};
+    ss.ss_sp = g_altstack;
+    ss.ss_size = kAltStack;
+    g_altstack_set = sigaltstack(&ss, &g_old_altstack) == 0;
+    struct sigaction sa{};
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < kNumFaultSignals; ++i) sigaction(kFaultSignals[i], &sa, &g_old_action[i]);
+    g_launch_tid = (pid_t)syscall(SYS_gettid);
+}
+
+void disarm_faults() {
+    g_armed = 0;
+    for (int i = 0; i < kNumFaultSignals; ++i) {
+        struct sigaction cur{};
+        // only ours: another library may have installed its own since (it restores ours)
+        if (sigaction(kFaultSignals[i], nullptr, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_sigaction == fault_handler)
+            sigaction(kFaultSignals[i], &g_old_action[i], nullptr);
+    }
+    if (g_altstack_set) sigaltstack(&g_old_altstack, nullptr);
+    g_altstack_set = false;
+}
+
+void report_fault() {
+    const FaultInfo& F = g_fault;
+    std::string t = thread_name(F.linear);
+    uint3 b = blockIdx;
+    const char* sig = F.sig == SIGSEGV ? "SIGSEGV" : F.sig == SIGBUS ? "SIGBUS" : "SIGFPE";
+    // the kernel file's line, when the faulting instruction is in its code
+    std::string where;
+    Dl_info mine, at;
+    if (F.pc && dladdr((void*)&fault_handler, &mine) && dladdr(F.pc, &at) && mine.dli_fbase == at.dli_fbase) {
+        std::string line = source_line((const char*)F.pc + 1);  // source_line takes a return address
+        std::string base = source_name;
+        base = base.substr(base.rfind('/') == std::string::npos ? 0 : base.rfind('/') + 1);
+        if (line.rfind(base + ":", 0) == 0) where = ", at " + line;
+    }
+    if (F.sig == SIGFPE)
+        report("arithmetic error in kernel %s, block (%u,%u,%u), thread %s: an integer division by zero (or "
+               "INT_MIN / -1) (SIGFPE%s); on a GPU it gives an undefined value", g_launch.kernel, b.x, b.y, b.z,
+               t.c_str(), where.c_str());
+    else if (F.overflow)
+        report("illegal memory access in kernel %s, block (%u,%u,%u), thread %s: the thread overflowed its stack "
+               "(%zu KiB per thread on the CPU backend): deep recursion or a large local array (%s at %p%s)",
+               g_launch.kernel, b.x, b.y, b.z, t.c_str(), kStack / 1024, sig, F.addr, where.c_str());
+    else
+        report("illegal memory access in kernel %s, block (%u,%u,%u), thread %s: the kernel read or wrote an "
+               "address outside every buffer (%s at %p%s); the grader re-runs it under AddressSanitizer to find "
+               "the line", g_launch.kernel, b.x, b.y, b.z, t.c_str(), sig, F.addr, where.c_str());
+}
+#endif
+
+// Runs every block of the launch (set up by launch_grid).
+__attribute__((noinline)) void run_grid() {
+    const LaunchInfo& L = g_launch;
+    int n = L.nthreads;
+    if (g_plain) {  // one fiber runs every thread in turn, so errors can still leave it
+        ensure_fibers(1);
+        g_fibers[0].linear = 0;
+        g_fibers[0].state = RUNNABLE;
+        fiber_start(g_fibers[0]);
+        resume(g_fibers[0]);
+    } else {
+        ensure_fibers(n);
+        g_order.resize(n);
+        for (int i = 0; i < n; ++i) g_order[i] = i;
+        for (unsigned bz = 0; bz < L.grid.z && !g_abort; ++bz)
+            for (unsigned by = 0; by < L.grid.y && !g_abort; ++by)
+                for (unsigned bx = 0; bx < L.grid.x && !g_abort; ++bx) {
+                    new_block(uint3{bx, by, bz});
+                    run_block(n);
+                }
+    }
+}
 }  // namespace
 
 std::string thread_name(int linear) {
@@ -539,25 +695,21 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
     g_rng = 0x9E3779B97F4A7C15ull * (g_seed | 1) + g_seed;
     std::memset(g_dyn_smem, 0xff, smem);  // NaN / -1: reading unwritten shared memory shows
     checks_new_launch();
-    int n = g_launch.nthreads;
     g_plain = !fibers;
-    if (g_plain) {  // one fiber runs every thread in turn, so errors can still leave it
-        ensure_fibers(1);
-        g_fibers[0].linear = 0;
-        g_fibers[0].state = RUNNABLE;
-        fiber_start(g_fibers[0]);
-        resume(g_fibers[0]);
-    } else {
-        ensure_fibers(n);
-        g_order.resize(n);
-        for (int i = 0; i < n; ++i) g_order[i] = i;
-        for (unsigned bz = 0; bz < grid.z && !g_abort; ++bz)
-            for (unsigned by = 0; by < grid.y && !g_abort; ++by)
-                for (unsigned bx = 0; bx < grid.x && !g_abort; ++bx) {
-                    new_block(uint3{bx, by, bz});
-                    run_block(n);
-                }
+#ifdef CUDA_EMU_ASAN
+    run_grid();
+#else
+    arm_faults();
+    if (sigsetjmp(g_fault_jmp, 1) == 0) {  // 1: the mask is restored (the handler blocks its signal)
+        g_armed = 1;
+        run_grid();
+    } else {  // a fault in kernel code: its fibers are abandoned
+        g_cur = nullptr;
+        for (Fiber& f : g_fibers) f.state = DONE;
+        report_fault();
     }
+    disarm_faults();
+#endif
     g_plain = false;
     std::fflush(stdout);  // kernel printf shows before the caller reads fd 1
 }
