@@ -20,6 +20,9 @@ from . import contract
 EPS32 = float(np.finfo(np.float32).eps)
 POISON_MASK = -1  # all bits set: an unwritten mask word shows (bits past N must be 0)
 POISON_BITS = 0x7FCADBAD  # a quiet NaN with a payload of ours: "never written", not a computed NaN
+# What the worker puts around each input (grader.worker guard zones): a kernel that reads past an
+# input computes with this NaN; on a CPU the payload survives the arithmetic and shows in the output.
+INPUT_GUARD_BITS = {torch.float32: 0x7FC0FFEE, torch.int32: 0x5A5A5A5A}
 
 
 def poison_float32(shape, device="cpu") -> torch.Tensor:
@@ -55,11 +58,13 @@ class Mismatch:
     examples: list[tuple[tuple[int, ...], float, float]]  # (index, got, expected)
     rows_wrong: list[int]
     cols_wrong: list[int]
+    n_oob_read: int = 0  # elements computed from a value read outside the inputs (CPU backend)
 
     def describe(self, shape) -> str:
         dims = "x".join(map(str, shape))
         lines = [f"{self.output}: {self.n_wrong} of {self.n_total} elements wrong at shape {dims}"
-                 + (f" ({self.n_unwritten} never written: still the NaN poison)" if self.n_unwritten else "")]
+                 + (f" ({self.n_unwritten} never written: still the NaN poison)" if self.n_unwritten else "")
+                 + (f" ({self.n_oob_read} computed from values read outside the inputs)" if self.n_oob_read else "")]
         for idx, got, exp in self.examples:
             lines.append(f"  {self.output}{list(idx)}: got {_fmt(got)}, expected {_fmt(exp)}")
         return "\n".join(lines)
@@ -149,10 +154,11 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
         unwritten = (got == POISON_MASK).sum().item()
         wrong_words = wrong.view(got.shape[0], -1, 32).any(-1)
         return _mismatch(name, wrong_words, got, exp, int(unwritten)) if wrong.any() else None
-    poison = 0
+    poison = oob_read = 0
     if got.dtype == torch.float32:  # our poison, or a plain float('nan') fill; not a computed NaN
         bits = got.contiguous().view(torch.int32)
         poison = int(((bits == POISON_BITS) | (bits == 0x7FC00000)).sum())
+        oob_read = int((bits == INPUT_GUARD_BITS[torch.float32]).sum())
     got64 = got.double()
     finite = torch.isfinite(got64)
     if name in case.tolerance:
@@ -164,15 +170,15 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
         ok |= finite & case.either[name] & ((got64 == 0) | ((got64 - exp).abs() <= case.tolerance[name] * 2))
     if bool(ok.all()):
         return None
-    return _mismatch(name, ~ok, got64, exp, poison)
+    return _mismatch(name, ~ok, got64, exp, poison, oob_read)
 
 
-def _mismatch(name, wrong: torch.Tensor, got, exp, unwritten: int) -> Mismatch:
+def _mismatch(name, wrong: torch.Tensor, got, exp, unwritten: int, oob_read: int = 0) -> Mismatch:
     idx = wrong.nonzero()
     examples = [(tuple(int(i) for i in ix), got[tuple(ix)].item(), exp[tuple(ix)].item()) for ix in idx[:3]]
     rows = wrong.any(dim=1).nonzero().flatten().tolist() if wrong.dim() == 2 else []
     cols = wrong.any(dim=0).nonzero().flatten().tolist() if wrong.dim() == 2 else []
-    return Mismatch(name, int(wrong.sum()), wrong.numel(), unwritten, examples, rows, cols)
+    return Mismatch(name, int(wrong.sum()), wrong.numel(), unwritten, examples, rows, cols, oob_read)
 
 
 def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]]) -> str:
@@ -187,6 +193,10 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     if square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
         return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
                 "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]).")
+    if any(m.n_oob_read for _, m in mismatches):
+        return ("Some results were computed from values read outside A or B (the grader surrounds each "
+                "input with marker values): a load reads past the matrix. Check the bounds test on every "
+                "load, and load 0 for elements outside.")
     partial = next(((s, m) for s, m in mismatches if 0 < m.n_unwritten < m.n_total), None)
     if partial:
         return ("Some elements were never written: round the grid up (ceil-divide the sizes by the "
@@ -210,9 +220,5 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     if (tail_rows and len(mm.rows_wrong) < rows_total) or (tail_cols and len(mm.cols_wrong) < cols_total):
         return ("Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
                 "(load zeros for elements outside the matrix).")
-    square_ok = any(len(set(s)) == 1 for s in passed_shapes)
-    if square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
-        return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
-                "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]).")
     return ("Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
             "row-major, A is MxK and B is KxN.")

@@ -79,3 +79,13 @@ def test_gemm_relu_reference_is_relu_of_product_plus_bias():
     a, b, bias = (c.inputs[k].double() for k in ("A", "B", "bias"))
     assert torch.allclose(c.expected["C"], (a @ b + bias).clamp_min(0))
     assert checks.compare(c, "C", (c.inputs["A"] @ c.inputs["B"] + c.inputs["bias"]).relu()) is None
+
+
+def test_values_computed_from_reads_outside_the_inputs_are_counted_and_hinted():
+    c = _case(shape=(4, 5, 6))
+    out = c.inputs["A"] @ c.inputs["B"]
+    marker = torch.tensor([checks.INPUT_GUARD_BITS[torch.float32]], dtype=torch.int32).view(torch.float32)
+    out[:, -1] = marker  # what x86 arithmetic leaves after multiplying by the guard NaN
+    mm = checks.compare(c, "C", out)
+    assert mm.n_oob_read == 4 and "read outside the inputs" in mm.describe(c.shape)
+    assert "read outside A or B" in checks.hint([(c.shape, mm)], [])
