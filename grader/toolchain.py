@@ -145,7 +145,7 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             from . import cpu
             cpu.compile_library(source, work / "kernel.so", filename=filename,
                                 prelude=contract.declarations(exercise) if exercise else "",
-                                sanitize=sanitize, workdir=work, timeout=timeout)
+                                sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags)
         try:
             work.rename(out_dir)  # atomic publish; a concurrent build may have won
         except OSError:

@@ -133,8 +133,12 @@ def _run(cmds: list[list[str]], cwd: Path, timeout: float | None = None) -> list
 
 
 def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu", prelude: str = "",
-                    sanitize: bool = False, workdir: Path | None = None, timeout: float | None = None) -> str:
+                    sanitize: bool = False, workdir: Path | None = None, timeout: float | None = None,
+                    defines: tuple[str, ...] = ()) -> str:
     """Compile a kernel file into a CPU shared library at out_path; returns the compiler log.
+
+    `defines`: -D/-U flags for the kernel file (the nvcc build's tuning switches); any other flag
+    is nvcc's business and raises ValueError rather than being silently dropped.
 
     Raises CompileError (message: trimmed diagnostics at the learner's lines; log: everything).
     """
@@ -144,7 +148,10 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         (tmp / "kernel_emu.cpp").write_text(_translation_unit(source, filename, prelude))
-        kernel_flags = _COMMON + _CHECKS + (_ASAN if sanitize else _RACE)
+        bad = [f for f in defines if not f.startswith(("-D", "-U"))]
+        if bad:
+            raise ValueError(f"the CPU backend takes only -D/-U flags, not {' '.join(bad)}")
+        kernel_flags = _COMMON + _CHECKS + (_ASAN if sanitize else _RACE) + list(defines)
         cmds = [[GXX, *kernel_flags, "-c", "kernel_emu.cpp", "-o", "kernel_emu.o"]]
         runtime_objs, runtime_cmds = _runtime_objects(sanitize)
         results = _run(cmds + runtime_cmds, tmp, timeout)

@@ -116,3 +116,17 @@ def test_sanitize_build_reports_out_of_bounds(sanitized, which, marker):
     assert err and "out-of-bounds" in err[0], r.stdout + r.stderr
     assert f"sanitized.cu:{line_of(SAN_SRC, marker)}" in err[0], err[0]
     print(err[0])
+
+
+def test_defines_reach_the_kernel_and_other_flags_are_refused(tmp_path):
+    from grader.cpu import compile_library
+    src = NAIVE.replace("acc += A", "acc += SCALE * A")  # SCALE comes only from -D
+    out = tmp_path / "scaled.so"
+    compile_library(src, out, filename="scaled.cu", prelude=declarations("naive"), defines=("-DSCALE=2.0f",))
+    lib = Lib(out)
+    a, b, c = (np.ones((3, 3), np.float32) for _ in range(3))
+    import ctypes
+    lib.dll.gemm(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), 3, 3, 3, None)
+    assert lib.error() is None and np.all(c == 6.0)
+    with pytest.raises(ValueError, match="only -D/-U"):
+        compile_library(src, tmp_path / "x.so", filename="x.cu", defines=("-Xptxas=-v",))
