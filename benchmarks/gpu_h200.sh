@@ -11,6 +11,7 @@ for s in $steps; do
   case $s in
     tune)  timeout 230 python3 benchmarks/gpu_tune.py relu gemm 2>&1 | tee $OUT/tune.log ;;
     bench) timeout ${BENCH_TIMEOUT:-300} python3 -m grader.bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
+    fused) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 200 python3 benchmarks/gpu_tune.py fused 2>&1 | tee $OUT/fused.log ;;
     tune2) TUNE_SECONDS=3 timeout 80 python3 benchmarks/gpu_tune.py gemm2 2>&1 | tee $OUT/tune2.log ;;
     pick)  # make the picked variant's -D values the defaults of 05 and 07 (same edit applied in the repo)
            for f in $(cat $OUT/pick.txt); do n=${f#-D}; sed -i "s/^#define ${n%%=*} .*/#define ${n%%=*} ${n#*=}/" kernels/05_warptile_pipelined.cu kernels/07_gemm_relu.cu; done

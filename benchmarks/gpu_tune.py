@@ -52,6 +52,12 @@ RELU_VARIANTS = {
     "c4_coal_b4": ("-DRELU_CHUNKS=4", "-DRELU_MASK_COALESCED=1", "-DRELU_BWD_CHUNKS=4"),
     "c4_coal_cs2_b4": ("-DRELU_CHUNKS=4", "-DRELU_MASK_COALESCED=1", "-DRELU_STREAM=2", "-DRELU_BWD_CHUNKS=4"),
 }
+# Fused epilogue sweep (session 2): 07 with its staged epilogue and with the register epilogue
+# (-DSTAGED_EPILOGUE=0), timed against 05 and 05 + 06's forward in one round-robin per shape.
+# Session-2 variants since removed from 07 (results in kernels/README.md): ballots instead of
+# shuffles, an 8 x 8 nibble transpose (3 shuffles per band), and 05's plain store inside 07's file.
+FUSED_TILES = {"t8x16": ()}
+FUSED_EPI = {"t8x16": {"staged": (), "register": ("-DSTAGED_EPILOGUE=0",)}}
 GEMM_SIZES = [(4096, 4096, 4096), (2000, 3000, 1500)]
 SEC = float(os.environ.get("TUNE_SECONDS", "5"))
 
@@ -141,6 +147,39 @@ def tune_relu(res, m=8192, n=8192):
         r["x_torch_relu"] = t["torch_relu"].median_ms / r["fwd"]["ms"]
 
 
+def tune_fused(res, shapes=((4096, 4096, 4096), (4096, 4096, 512))):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    relu = bench.load_kernel("06_relu_mask.cu", "relu_mask")
+    mods5 = {tile: bench.load_kernel("05_warptile_pipelined.cu", "register_blocked", gemm_flags(f))
+             for tile, f in FUSED_TILES.items()}
+    mods7 = {}
+    for tile, f in FUSED_TILES.items():
+        for epi, epi_flags in FUSED_EPI[tile].items():
+            m7 = bench.load_kernel("07_gemm_relu.cu", "gemm_relu", gemm_flags(f + epi_flags))
+            errs = [bench.check_gemm_relu(m7, *s, seed=60 + i) for i, s in
+                    enumerate(bench.CHECK_SHAPES + [(513, 1031, 260), (4096, 4096, 512)])]
+            mods7[f"{tile}/{epi}"] = m7
+            res["fused"][f"{tile}/{epi}"] = {"ok": all(map(bench._ok, errs))}
+    for (m, n, k) in shapes:
+        A, B = bench._gemm_inputs(m, n, k, 5)
+        bias = torch.randn(n, device="cuda")
+        mask = torch.empty((m, (n + 31) // 32), dtype=torch.int32, device="cuda")
+        Y, C = torch.empty(m, n, device="cuda"), torch.empty(m, n, device="cuda")
+        fns = {}
+        for tile, m5 in mods5.items():
+            fns[f"{tile}/gemm"] = lambda mod=m5: mod.launch.gemm(A, B, C)
+            fns[f"{tile}/gemm+relu"] = lambda mod=m5: (mod.launch.gemm(A, B, C), relu.launch.relu_forward(C, Y, mask))
+        for name, m7 in mods7.items():
+            fns[name] = lambda mod=m7: mod.launch.gemm_relu(A, B, bias, C, mask)
+        t = time_gpu(fns, max_seconds=2 * SEC, max_runs=400, rel_err=0.0)
+        base = t["t8x16/gemm"].median_ms
+        for name in fns:
+            tile = name.split("/")[0]
+            res["fused"].setdefault(name, {})[f"{m}x{n}x{k}"] = dict(
+                ms=t[name].median_ms, spread=t[name].p90_ms - t[name].p10_ms,
+                x_same_gemm=t[name].median_ms / t[f"{tile}/gemm"].median_ms, x_best_gemm=t[name].median_ms / base)
+
+
 def pick(res, default="t8x16", margin=1.01):
     """The variant to make the default: `default` unless another correct one is > 1 % faster at 4096^3."""
     key = "4096x4096x4096"
@@ -154,7 +193,7 @@ def main(what):
     if "gemm2" in what:
         GEMM_VARIANTS = GEMM_VARIANTS_2
         what = list(what) + ["gemm"]
-    res = {"gemm": {"cublas": {}}, "relu": {}}
+    res = {"gemm": {"cublas": {}}, "relu": {}, "fused": {}}
     jobs = []
     if "gemm" in what:
         for f in GEMM_VARIANTS.values():
@@ -162,12 +201,19 @@ def main(what):
                      ("07_gemm_relu.cu", "gemm_relu", gemm_flags(f))]
     if "relu" in what:
         jobs += [("06_relu_mask.cu", "relu_mask", tuple(f)) for f in RELU_VARIANTS.values()]
+    if "fused" in what:
+        for tile, f in FUSED_TILES.items():
+            jobs += [("05_warptile_pipelined.cu", "register_blocked", gemm_flags(f))]
+            jobs += [("07_gemm_relu.cu", "gemm_relu", gemm_flags(f + e)) for e in FUSED_EPI[tile].values()]
+        jobs += [("06_relu_mask.cu", "relu_mask", ())]
     prebuild(jobs)
     print("built", len(set(jobs)), flush=True)
     if "relu" in what:
         tune_relu(res)
     if "gemm" in what:
         tune_gemm(res)
+    if "fused" in what:
+        tune_fused(res)
     out = os.environ.get("OUT")
     if out:
         json.dump(res, open(f"{out}/tune.json", "w"), indent=1, default=str)
@@ -189,6 +235,13 @@ def main(what):
             elif keys[0] in r:
                 print(f"{name:<18}{str(r['ok05'])[0]:>5}{str(r['ok07'])[0]:>5}" +
                       "".join(f"{r[k]['tflops']:8.2f}{r[k]['pct']:6.1f}%{r[k]['p90'] - r[k]['p10']:7.3f}" for k in keys))
+    if "fused" in what:
+        for key in ("4096x4096x4096", "4096x4096x512"):
+            print(f"\n{'fused ' + key:<22}{'ok':>6}{'ms':>9}{'/same gemm':>11}{'/t8x16 gemm':>12}{'p90-p10':>9}")
+            for name, r in res["fused"].items():
+                if key in r:
+                    q = r[key]
+                    print(f"{name:<22}{str(r.get('ok', '')):>6}{q['ms']:9.4f}{q['x_same_gemm']:11.3f}{q['x_best_gemm']:12.3f}{q['spread']:9.4f}")
     if "gemm2" in what:
         choice = pick(res)
         print("PICK", choice, " ".join(GEMM_VARIANTS[choice]))

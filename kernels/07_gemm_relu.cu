@@ -1,18 +1,26 @@
 // 07_gemm_relu.cu — exercise `gemm_relu`: C = relu(A . B + bias) and the ReLU bit mask, fused
 // into the epilogue of the best GEMM (05_warptile_pipelined.cu, same tiles, same pipeline).
 //
-// What changed from 05: only the epilogue. Before a thread stores its 8 x 8 results it adds
-// bias[col], applies max(., 0), and builds the mask: a thread owns 4 consecutive columns of each
-// of its two 32-column sub-tiles, so it forms a 4-bit nibble per row and sub-tile; the 8 lanes
-// that share a row (LANE_COLS = 8) OR their nibbles together with 3 __shfl_xor_sync steps, and
-// the first of them stores the 32-bit word (bits past column N are 0: out-of-range values vote 0).
+// What changed from 05: only the epilogue. The main loop leaves each thread 8 x 16 sums in
+// registers (as in 05); the pipeline's 97 KB of shared memory is then free, so the block stages
+// its 128 x 256 tile there in two halves of 128 columns. Each warp then walks whole rows of a
+// half: lane l takes 4 consecutive columns, adds bias, applies max(., 0), stores C (512 contiguous
+// bytes per row) and builds the row's 4 mask words from 4 __ballot_sync, exactly like 06's float4
+// forward. The 64 x 64 fallback tile (small outputs; GPUs with less shared memory) keeps a
+// register epilogue: a thread's 4 columns form a nibble, and the 8 lanes that share a row OR
+// their nibbles together with 3 __shfl_xor_sync. -DSTAGED_EPILOGUE=0 uses it for the big tile too.
 // Why faster than GEMM + a separate ReLU: the separate pass reads C and writes Y and the mask
-// again (8.125 B per element of C: 136 MB at 4096^2, ~35 us at 4 TB/s, plus a launch);
-// fused, the extra cost is N bias loads per block row and a few shuffles per thread, while the
-// 2*M*N*K FLOPs (2.7 ms at 4096^3) are unchanged — the target is <= 1.02x the plain GEMM.
+// again (8.125 B per element of C: 136 MB at 4096^2, ~35 us at 4 TB/s, plus a launch); fused,
+// the extra work is a shared-memory round trip and a few instructions per element. At 4096^3 the
+// 2*M*N*K FLOPs take ~3 ms, so the separate pass is only ~1 % of the time; at K = 512 it is 4-7 % (measured).
 // Layout (kernel-file contract): bias has N floats added to every row; mask is M x ceil(N/32)
 // uint32, bit (j % 32) of mask[i][j / 32] set exactly when C[i][j] > 0.
-// Measured on the H200 (2026-11-30, kernels/README.md): 3.148 ms at 4096^3 = 1.040x the plain GEMM (05, 8x16 thread tiles), slower than 05 + a separate ReLU (3.049 ms); with 8x8 tiles it was 1.005x and faster.
+// Measured on the H200 (2026-11-30, kernels/README.md, results/h200_fused_sweep.txt): 1.013-1.027x
+// the plain GEMM (05) at 4096^3 over 5 runs, within noise of 05 + a separate ReLU (1.004-1.017x);
+// at 4096 x 4096 x 512 1.04-1.07x, level with 05 + ReLU. The register epilogue on the big tile is
+// 1.03x. Its extra instructions are a few per element; the main loop is the same code (05's plain
+// store inside this file ran at 1.001x; the SASS loop has the same 4096 FFMA + 195 LDS), so the
+// likely cause is ptxas allocating the 250-register loop differently around that epilogue.
 #include <cuda_runtime.h>
 #include <cstdint>
 
@@ -48,6 +56,17 @@ __device__ __forceinline__ void waitAsyncGroups() {  // at most N_PENDING groups
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING));
 #endif
+}
+
+#ifndef STAGED_EPILOGUE
+#define STAGED_EPILOGUE 1  // 0: the register epilogue for every tile (the sweep's comparison)
+#endif
+__device__ __forceinline__ uint32_t spreadByteBy4(uint32_t byteBits) {  // bit i -> bit 4i, i < 8
+    uint32_t x = byteBits & 0xffu;
+    x = (x | (x << 12)) & 0x000f000fu;
+    x = (x | (x << 6)) & 0x03030303u;
+    x = (x | (x << 3)) & 0x11111111u;
+    return x;
 }
 
 // ------------------------------------------------------------------ the kernel
@@ -212,59 +231,121 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
             }
         }
     }
-    waitAsyncGroups<0>();  // no copy may still be writing shared memory when the block exits
+    waitAsyncGroups<0>();  // no copy may still be writing shared memory: the epilogue reuses it
 
-    // Epilogue: bias + ReLU + mask, registers -> C. Sub-tile (subM, subN) holds rows
-    // threadRowOff + subM*SUB_ROWS + 0..3 and columns threadColOff + subN*SUB_COLS + 0..3 of the
-    // block tile; SUB_COLS = 4 * LANE_COLS = 32, so the 8 lanes of one laneRow cover exactly one
-    // mask word per row and sub-tile.
-    static_assert(SUB_COLS == 32, "one sub-tile column band = one mask word");
-    float biasVals[SUB_N][SUB];
-    #pragma unroll
-    for (int subN = 0; subN < SUB_N; ++subN)
-        #pragma unroll
-        for (int j = 0; j < SUB; ++j) {
-            const int cCol = blockCol + threadColOff + subN * SUB_COLS + j;
-            biasVals[subN][j] = cCol < N ? bias[cCol] : 0.0f;
-        }
     const int W = (N + 31) / 32;  // mask words per row
-    #pragma unroll
-    for (int subM = 0; subM < SUB_M; ++subM)
+    constexpr int S_STRIDE = 128 + 4;  // floats per row of the staged half tile (+4: float4-aligned, no conflicts)
+    constexpr bool STAGE = STAGED_EPILOGUE && BN == 256 && WN == 128 && SUB_N == 4 &&
+                           BM * S_STRIDE <= STAGES * Cfg::STAGE_FLOATS;
+    if constexpr (STAGE) {
+        // Staged epilogue (the 128 x 256 tile). The pipeline's shared memory is free now: the
+        // accumulators go there in two halves of 128 columns (half h = sub-tiles 2h and 2h+1 of
+        // both warp columns), then each warp walks whole rows of the half: lane l takes staged
+        // columns 4l..4l+3, adds bias, applies ReLU, stores C (512 contiguous bytes per row) and
+        // builds the row's 4 mask words from 4 ballots, exactly as 06's float4 forward does.
+        __syncthreads();  // every warp has finished reading the last K-tile before it is overwritten
         #pragma unroll
-        for (int i = 0; i < SUB; ++i) {
-            const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
-            const bool rowOk = cRow < M;
-            float* cPtr = C + (size_t)cRow * N;
+        for (int half = 0; half < 2; ++half) {
             #pragma unroll
-            for (int subN = 0; subN < SUB_N; ++subN) {
-                const int cCol = blockCol + threadColOff + subN * SUB_COLS;
-                float res[SUB];
-                uint32_t nibble = 0;
+            for (int subM = 0; subM < SUB_M; ++subM)
                 #pragma unroll
-                for (int j = 0; j < SUB; ++j) {
-                    const float v = threadResults[subM * SUB + i][subN * SUB + j] + biasVals[subN][j];
-                    res[j] = v > 0.0f ? v : 0.0f;
-                    nibble |= (res[j] > 0.0f && cCol + j < N) ? (1u << j) : 0u;
-                }
-                if (rowOk) {
-                    if (VEC) {
-                        if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
-                    } else {
-                        #pragma unroll
-                        for (int j = 0; j < SUB; ++j)
-                            if (cCol + j < N) cPtr[cCol + j] = res[j];
+                for (int i = 0; i < SUB; ++i)
+                    #pragma unroll
+                    for (int s = 0; s < 2; ++s) {
+                        const float* acc = threadResults[subM * SUB + i] + (2 * half + s) * SUB;
+                        const int row = threadRowOff + subM * SUB_ROWS + i;
+                        const int stagedCol = warpCol * 64 + s * 32 + laneCol * SUB;
+                        *reinterpret_cast<float4*>(&smem[row * S_STRIDE + stagedCol]) =
+                            make_float4(acc[0], acc[1], acc[2], acc[3]);
                     }
+            __syncthreads();  // the whole half is staged before any warp reads other threads' values
+            // staged column c of this half is block column (c / 64) * 128 + half * 64 + c % 64
+            const int col0 = blockCol + (laneIdx / 16) * 128 + half * 64 + (laneIdx % 16) * 4;
+            float b[4];
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) b[j] = col0 + j < N ? bias[col0 + j] : 0.0f;
+            for (int row = warpIdx; row < BM; row += THREADS / 32) {
+                const int cRow = blockRow + row;
+                const float4 acc = *reinterpret_cast<const float4*>(&smem[row * S_STRIDE + laneIdx * 4]);
+                float y[4] = {acc.x + b[0], acc.y + b[1], acc.z + b[2], acc.w + b[3]};
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) y[j] = (y[j] > 0.0f && col0 + j < N) ? y[j] : 0.0f;
+                // the whole warp is on the same row here, so all 32 lanes vote
+                const uint32_t b0 = __ballot_sync(0xffffffffu, y[0] > 0.0f);
+                const uint32_t b1 = __ballot_sync(0xffffffffu, y[1] > 0.0f);
+                const uint32_t b2 = __ballot_sync(0xffffffffu, y[2] > 0.0f);
+                const uint32_t b3 = __ballot_sync(0xffffffffu, y[3] > 0.0f);
+                if (cRow >= M) continue;
+                float* cPtr = C + (size_t)cRow * N;
+                if (VEC) {
+                    if (col0 < N) *reinterpret_cast<float4*>(&cPtr[col0]) = make_float4(y[0], y[1], y[2], y[3]);
+                } else {
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        if (col0 + j < N) cPtr[col0 + j] = y[j];
                 }
-                // OR the nibbles of the 8 lanes of this laneRow (lanes laneRow*8 .. +7): every lane
-                // takes part (no lane returned early), so the full-warp shuffle mask is right.
-                uint32_t word = nibble << (4 * laneCol);
-                word |= __shfl_xor_sync(0xffffffffu, word, 1);
-                word |= __shfl_xor_sync(0xffffffffu, word, 2);
-                word |= __shfl_xor_sync(0xffffffffu, word, 4);
-                const int wordCol = (blockCol + warpCol * WN + subN * SUB_COLS) / 32;
-                if (laneCol == 0 && rowOk && wordCol < W) mask[(size_t)cRow * W + wordCol] = word;
+                if (laneIdx < 4) {  // word q = lanes 8q..8q+7 = 32 consecutive columns
+                    const int shift = 8 * laneIdx;
+                    const int wordCol = (blockCol + (laneIdx / 2) * 128 + half * 64 + (laneIdx % 2) * 32) / 32;
+                    if (wordCol < W)
+                        mask[(size_t)cRow * W + wordCol] = spreadByteBy4(b0 >> shift) | (spreadByteBy4(b1 >> shift) << 1) |
+                                                           (spreadByteBy4(b2 >> shift) << 2) | (spreadByteBy4(b3 >> shift) << 3);
+                }
             }
+            __syncthreads();  // every warp has read this half before the next half overwrites it
         }
+    } else {
+        // Register epilogue (the small tile, or -DSTAGED_EPILOGUE=0). Sub-tile (subM, subN) holds
+        // rows threadRowOff + subM*SUB_ROWS + 0..3 and columns threadColOff + subN*SUB_COLS + 0..3
+        // of the block tile; SUB_COLS = 4 * LANE_COLS = 32, so the 8 lanes of one laneRow cover
+        // exactly one mask word per row and sub-tile.
+        static_assert(SUB_COLS == 32, "one sub-tile column band = one mask word");
+        float biasVals[SUB_N][SUB];
+        #pragma unroll
+        for (int subN = 0; subN < SUB_N; ++subN)
+            #pragma unroll
+            for (int j = 0; j < SUB; ++j) {
+                const int cCol = blockCol + threadColOff + subN * SUB_COLS + j;
+                biasVals[subN][j] = cCol < N ? bias[cCol] : 0.0f;
+            }
+        #pragma unroll
+        for (int subM = 0; subM < SUB_M; ++subM)
+            #pragma unroll
+            for (int i = 0; i < SUB; ++i) {
+                const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
+                const bool rowOk = cRow < M;
+                float* cPtr = C + (size_t)cRow * N;
+                #pragma unroll
+                for (int subN = 0; subN < SUB_N; ++subN) {
+                    const int cCol = blockCol + threadColOff + subN * SUB_COLS;
+                    float res[SUB];
+                    uint32_t nibble = 0;
+                    #pragma unroll
+                    for (int j = 0; j < SUB; ++j) {
+                        const float v = threadResults[subM * SUB + i][subN * SUB + j] + biasVals[subN][j];
+                        res[j] = v > 0.0f ? v : 0.0f;
+                        nibble |= (res[j] > 0.0f && cCol + j < N) ? (1u << j) : 0u;
+                    }
+                    if (rowOk) {
+                        if (VEC) {
+                            if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
+                        } else {
+                            #pragma unroll
+                            for (int j = 0; j < SUB; ++j)
+                                if (cCol + j < N) cPtr[cCol + j] = res[j];
+                        }
+                    }
+                    // OR the nibbles of the 8 lanes of this laneRow (lanes laneRow*8 .. +7): every
+                    // lane takes part (no lane returned early), so the full-warp shuffle mask is right.
+                    uint32_t word = nibble << (4 * laneCol);
+                    word |= __shfl_xor_sync(0xffffffffu, word, 1);
+                    word |= __shfl_xor_sync(0xffffffffu, word, 2);
+                    word |= __shfl_xor_sync(0xffffffffu, word, 4);
+                    const int wordCol = (blockCol + warpCol * WN + subN * SUB_COLS) / 32;
+                    if (laneCol == 0 && rowOk && wordCol < W) mask[(size_t)cRow * W + wordCol] = word;
+                }
+            }
+    }
 }
 
 // ------------------------------------------------------------------ launcher

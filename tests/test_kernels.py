@@ -101,11 +101,11 @@ def test_gemm_relu_correct_on_gpu():
 
 
 # ---------------------------------------------------------------------------- CPU backend
-def _cpu_module(name):
+def _cpu_module(name, extra_flags=()):
     torch = pytest.importorskip("torch")
     try:
         from grader import binding
-        return torch, binding.load(KERNELS / name, exercise_of(name), backend="cpu")
+        return torch, binding.load(KERNELS / name, exercise_of(name), backend="cpu", extra_flags=extra_flags)
     except Exception as e:  # backend absent or not yet able to build this file
         pytest.skip(f"CPU backend cannot run {name} yet: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
 
@@ -141,11 +141,30 @@ def test_relu_mask_on_cpu_backend():
         assert torch.equal(dX, torch.where(X > 0, dY, torch.zeros_like(dY)))
 
 
-def test_gemm_relu_on_cpu_backend():
-    torch, mod = _cpu_module("07_gemm_relu.cu")
+# 05 and 07 pick their 128 x 256 tile only for large outputs; SMALL_TILE_THRESHOLD=0 forces it
+# (and with it 07's staged epilogue) onto small shapes so the CPU backend can check that path too.
+BIG_TILE = ("-DSMALL_TILE_THRESHOLD=0",)
+
+
+def test_big_tile_gemm_on_cpu_backend():
+    torch, mod = _cpu_module("05_warptile_pipelined.cu", BIG_TILE)
+    g = torch.Generator().manual_seed(3)
+    for m, n, k in CPU_SHAPES + [(130, 260, 40)]:
+        A, B = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+        C = torch.full((m, n), float("nan"))
+        mod.launch.gemm(A, B, C)
+        mod.check_error("gemm")
+        ref = A.double() @ B.double()
+        assert ((C.double() - ref).norm() / ref.norm()).item() < 1e-4, (m, n, k)
+
+
+@pytest.mark.parametrize("flags", [(), BIG_TILE, BIG_TILE + ("-DSTAGED_EPILOGUE=0",)],
+                         ids=["default", "big_tile_staged", "big_tile_register"])
+def test_gemm_relu_on_cpu_backend(flags):
+    torch, mod = _cpu_module("07_gemm_relu.cu", flags)
     from grader.checks import pack_mask
     g = torch.Generator().manual_seed(2)
-    for m, n, k in CPU_SHAPES:
+    for m, n, k in CPU_SHAPES + ([(130, 260, 40)] if flags else []):
         A, B, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
         C = torch.full((m, n), float("nan"))
         mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32)
