@@ -10,7 +10,7 @@
 //
 // Cost model: 2*M*N*K FLOPs; every FMA needs two 4-byte loads (A and B), an arithmetic
 // intensity of 0.25 FLOP/byte from L1/L2 — the caches, not HBM, bound this kernel.
-// Measured on the H200 (2026-11-30, kernels/README.md): 5.41 TFLOP/s at 4096^3 (11.0 % of cuBLAS FP32), 5.6x the uncoalesced 01a.
+// Measured on the H200 (2026-11-30, kernels/README.md): 5.36 TFLOP/s at 4096^3 (11.2 % of cuBLAS FP32), 5.5x the uncoalesced 01a.
 #include <cuda_runtime.h>
 #include <cstdint>
 

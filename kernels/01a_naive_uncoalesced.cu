@@ -8,7 +8,7 @@
 // different rows, K floats apart: 32 separate 32-byte sectors per warp load instead of one
 // 128-byte line, and the C stores scatter the same way. The memory system moves ~8x the bytes
 // that are used, so the kernel runs several times slower than 01_naive.cu.
-// Measured on the H200 (2026-11-30, kernels/README.md): 0.97 TFLOP/s at 4096^3 (2.0 % of cuBLAS FP32); 01_naive.cu is 5.6x faster.
+// Measured on the H200 (2026-11-30, kernels/README.md): 0.97 TFLOP/s at 4096^3 (2.0 % of cuBLAS FP32); 01_naive.cu is 5.5x faster.
 #include <cuda_runtime.h>
 #include <cstdint>
 

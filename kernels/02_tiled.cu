@@ -12,7 +12,7 @@
 // now reads shared memory (about 30 cycles, ~32 banks x 4 B per clock per SM) instead of L1/L2.
 // What still limits it: every FMA still needs two shared-memory loads (As broadcast + Bs),
 // so the kernel is bound by shared-memory instruction issue — fixed by register blocking (04).
-// Measured on the H200 (2026-11-30, kernels/README.md): 8.71 TFLOP/s at 4096^3 (17.7 % of cuBLAS), 1.61x naive.
+// Measured on the H200 (2026-11-30, kernels/README.md): 8.60 TFLOP/s at 4096^3 (18.0 % of cuBLAS), 1.60x naive.
 #include <cuda_runtime.h>
 #include <cstdint>
 

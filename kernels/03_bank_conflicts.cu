@@ -9,7 +9,7 @@
 // (and for the transposed store too).
 // Nsight Compute shows it: ncu --clock-control none --metrics
 //   l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
-// Measured on the H200 (2026-11-30, kernels/README.md): 1.72 TFLOP/s at 4096^3 (3.5 % of cuBLAS); ncu at 2048^3: 1.88e9 load and 2.6e8 store conflicts, 10.2 ms.
+// Measured on the H200 (2026-11-30, kernels/README.md): 1.71 TFLOP/s at 4096^3 (3.6 % of cuBLAS); ncu at 2048^3: 1.88e9 load and 2.6e8 store conflicts, 10.2 ms.
 #include <cuda_runtime.h>
 #include <cstdint>
 

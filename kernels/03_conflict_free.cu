@@ -8,7 +8,7 @@
 // shared-memory pass instead of 32 — the kernel returns to the speed of 02_tiled.cu, whose
 // layout had no conflicts to begin with (a broadcast of As and a row of Bs).
 // ncu: l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum ~ 0 (see kernels/README.md).
-// Measured on the H200 (2026-11-30, kernels/README.md): 8.68 TFLOP/s at 4096^3, 5.06x its twin; ncu at 2048^3: 1.7e5 load conflicts (as 02), 1.92 ms.
+// Measured on the H200 (2026-11-30, kernels/README.md): 8.59 TFLOP/s at 4096^3, 5.02x its twin; ncu at 2048^3: 1.7e5 load conflicts (as 02), 1.92 ms.
 #include <cuda_runtime.h>
 #include <cstdint>
 

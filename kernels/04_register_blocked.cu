@@ -15,7 +15,7 @@
 // (128 + 128) * 8 floats = 8 KiB for 2*128*128*8 FLOPs = 32 FLOP/byte (16 in 04a: 64x64 tiles).
 // Still left on the table (-> 05): no overlap of the tile loads with the math (two barriers per
 // tile, loads exposed), 2-way shared-memory conflicts on the B fragment reads, one tile size.
-// Measured on the H200 (2026-11-30, kernels/README.md): 32.50 TFLOP/s at 4096^3 (65.9 % of cuBLAS), 1.75x 04a; 117 registers, no spills.
+// Measured on the H200 (2026-11-30, kernels/README.md): 32.58 TFLOP/s at 4096^3 (68.1 % of cuBLAS), 1.78x 04a; 117 registers, no spills.
 #include <cuda_runtime.h>
 #include <cstdint>
 

@@ -10,7 +10,7 @@
 // is 64 x 64, so per K step the block loads (64 + 64) * 8 floats for
 // 2*64*64*8 FLOPs = 16 FLOP/byte from global/L2 (8 for the 32 x 32 tiled kernel), and each
 // thread has TM independent accumulators (instruction-level parallelism).
-// Measured on the H200 (2026-11-30, kernels/README.md): 18.58 TFLOP/s at 4096^3 (37.7 % of cuBLAS), 2.14x the tiled kernels.
+// Measured on the H200 (2026-11-30, kernels/README.md): 18.29 TFLOP/s at 4096^3 (38.3 % of cuBLAS), 2.13x the tiled kernels.
 #include <cuda_runtime.h>
 #include <cstdint>
 

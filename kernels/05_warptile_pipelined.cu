@@ -23,7 +23,7 @@
 //     come from the sweeps of benchmarks/gpu_tune.py on the H200 (kernels/README.md).
 // Why faster: the FFMA pipe is kept busy (no exposed global latency, no extra barrier, fewer
 // shared-memory wavefronts per FMA): per k-step a thread issues 6 LDS.128 for 128 FFMA.
-// Measured on the H200 (2026-11-30, kernels/README.md): 45.48 TFLOP/s at 4096^3 (91.9 % of cuBLAS 49.48) with 8x16 thread tiles, 1.40x 04.
+// Measured on the H200 (2026-11-30, kernels/README.md): 44.09 TFLOP/s at 4096^3 (92.2 % of cuBLAS 47.82; 91.9-94.0 % over four runs) with 8x16 thread tiles, 1.35x 04.
 #include <cuda_runtime.h>
 #include <cstdint>
 
