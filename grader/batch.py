@@ -24,6 +24,8 @@ wins, else one whose name contains the exercise, else the only one.
 Two phases: every submission is compiled first, `--jobs` at a time (nvcc or g++ use
 the CPUs); then each is run and checked in its own child process: on a GPU one at a
 time per GPU (timing must not share the chip), on the CPU backend `--jobs` at a time.
+With `--per-gpu K` (K > 1), K children per GPU start at once and queue on a lock file
+for the GPU itself: starts and checks overlap, kernels and timings never do.
 The gradebook (CSV, and JSON beside it) is rewritten after every submission, so an
 interrupted batch loses nothing; a rerun regrades only submissions whose source,
 exercise, backend, thresholds or grader changed. One broken submission never stops
@@ -37,6 +39,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -266,9 +269,9 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
 
 def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
               timeout: float | None = None, compile_timeout: float | None = None, gpus: int | None = None,
-              regrade: bool = False, progress: bool = True) -> list[dict]:
+              regrade: bool = False, progress: bool = True, per_gpu: int = 1) -> list[dict]:
     """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it)."""
-    from . import binding, exercises, forbidden, grade, toolchain
+    from . import binding, exercises, forbidden, grade, sandbox, toolchain
 
     ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
     backend = binding.resolve_backend(backend)
@@ -325,16 +328,19 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     if backend == "cuda":
         import torch
         n_gpus = max(1, min(gpus or torch.cuda.device_count(), torch.cuda.device_count()))
-    workers = n_gpus if backend == "cuda" else jobs
+    per_gpu = max(1, per_gpu) if backend == "cuda" else 1
+    workers = n_gpus * per_gpu if backend == "cuda" else jobs
     bar = _Progress(len(todo), f"grade {exercise}") if progress and todo else None
-    free_gpus = list(range(n_gpus))
+    free_gpus = [g for g in range(n_gpus) for _ in range(per_gpu)]
     gpu_lock = threading.Lock()
+    lock_dir = tempfile.TemporaryDirectory(prefix="grader-gpu-locks-") if per_gpu > 1 else None
+    lock_wait = (per_gpu - 1) * ((timeout or sandbox.RUN_TIMEOUT_S) + 30.0)
 
     def grade_one(item):
         sub, key = item
         t0 = time.perf_counter()
         gpu = None
-        if backend == "cuda" and n_gpus > 1:
+        if backend == "cuda" and (n_gpus > 1 or lock_dir):
             with gpu_lock:
                 gpu = free_gpus.pop()
         try:
@@ -349,7 +355,9 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
                     if sub.path and sub.path.suffix == ".cu":
                         src = sub.path  # the file itself: its name in diagnostics
                     r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
-                                    compile_timeout=compile_timeout, gpu=gpu)
+                                    compile_timeout=compile_timeout, gpu=gpu if n_gpus > 1 else None,
+                                    gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
+                                    lock_wait=lock_wait)
                     row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
         except GraderError as e:
             row = _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")
@@ -369,6 +377,8 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
         list(pool.map(grade_one, todo))
     if bar:
         bar.close()
+    if lock_dir:
+        lock_dir.cleanup()
     final = [rows[s.student_id] for s in subs if s.student_id in rows]
     write_gradebook(out, final, meta)
     return final
@@ -380,7 +390,8 @@ def main(args) -> int:
     rows = run_batch(args.exercise, args.dir, args.out, jobs=args.jobs, backend=args.backend,
                      thresholds=args.thresholds, timeout=getattr(args, "timeout", None),
                      compile_timeout=getattr(args, "compile_timeout", None), gpus=getattr(args, "gpus", None),
-                     regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False))
+                     regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False),
+                     per_gpu=getattr(args, "per_gpu", 1))
     n = len(rows)
     passed = sum(1 for r in rows if str(r["passed"]) in ("True", "true", "1"))
     failed_infra = sum(1 for r in rows if str(r["message"]).startswith("could not grade"))

@@ -62,12 +62,14 @@ class Result:
 
 def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | None = None,
           thresholds_file=None, timeout: float | None = None, time_it: bool = True,
-          compile_timeout: float | None = None, gpu: int | None = None, scan: bool = True) -> Result:
+          compile_timeout: float | None = None, gpu: int | None = None, scan: bool = True,
+          gpu_lock: str | None = None, lock_wait: float = 0.0) -> Result:
     """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2).
 
     timeout: seconds the child may run the kernel (all shapes and the timed runs);
     compile_timeout: seconds nvcc or g++ may take; gpu: the GPU index the child runs on (batch);
-    scan=False skips the forbidden-construct scan (only for the grader's own tests).
+    scan=False skips the forbidden-construct scan (only for the grader's own tests);
+    gpu_lock, lock_wait: batch --per-gpu, several children share one GPU (grader.sandbox).
     """
     ex = exercises.get(exercise, thresholds_file)
     backend = binding.resolve_backend(backend)
@@ -110,7 +112,10 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
                     "baseline_exercise": ex.baseline_exercise}
     wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
             for i, c in enumerate(cases)]
-    run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu)
+    run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu,
+                             gpu_lock=gpu_lock, lock_wait=lock_wait)
+    if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
+        raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
     res.output = run.output if run.crashed or run.timed_out else run.output.strip()
     _verdict_correctness(res, cases, run)
     # a crash, or a fault the CPU runtime caught and reported as an illegal memory access

@@ -5,6 +5,11 @@ own; its stdout/stderr (kernel printf, crash reports) go to a file whose tail we
 read back, capped. Its environment is scrubbed of the grader's variables, so the
 seed of the secret inputs is never visible to learner code. A crash, a CUDA
 fault or a hang ends the child only; the caller gets what it sent before.
+
+gpu_lock (batch --per-gpu K > 1): several children share one GPU, but each takes an
+exclusive flock on the GPU's lock file before its first GPU operation and keeps it until
+it exits, so their starts (python, torch, inputs) overlap while their kernels and timings
+never do. The run time limit then counts from the moment the lock is held.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ class ChildRun:
     timed_out: bool = False
     output: str = ""          # tail of the child's stdout + stderr
     protocol_error: str = ""
+    lock_wait_s: float | None = None  # seconds from start until the GPU lock was held
 
     @property
     def crashed(self) -> bool:
@@ -64,11 +70,18 @@ def _child_env(gpu: int | None = None) -> dict[str, str]:
 
 def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
                timeout: float = RUN_TIMEOUT_S, gpu: int | None = None,
-               extra_env: dict[str, str] | None = None) -> ChildRun:
+               extra_env: dict[str, str] | None = None, gpu_lock: str | None = None,
+               lock_wait: float = 0.0) -> ChildRun:
     """Send the request and cases to a fresh worker; collect its messages until it exits.
 
-    extra_env: added to the child's environment (the CPU backend's sanitizer preload)."""
+    extra_env: added to the child's environment (the CPU backend's sanitizer preload).
+    gpu_lock: a lock file shared by the children of one GPU (see above); lock_wait: how long
+    the child may wait for it on top of `timeout` before it counts as hung."""
     result = ChildRun()
+    if gpu_lock:
+        request = request | {"gpu_lock": gpu_lock}
+    started = time.monotonic()
+    lock_held = threading.Event()
     r_fd, w_fd = os.pipe()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(w_fd)],
@@ -94,17 +107,18 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
         def drain():
             try:
                 while (m := protocol.recv(r_fd)) is not None:
-                    result.messages.append(m)
+                    if m[0].get("gpu_lock") == "held":
+                        result.lock_wait_s = time.monotonic() - started
+                        lock_held.set()
+                    else:
+                        result.messages.append(m)
             except (ValueError, OSError) as e:
                 result.protocol_error = str(e)
 
         threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
         for t in threads:
             t.start()
-        deadline = time.monotonic() + timeout
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+        if not _wait(proc, timeout, lock_held if gpu_lock else None, lock_wait):
             result.timed_out = True
             _kill(proc)
         threads[1].join(timeout=5)
@@ -116,6 +130,24 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
         tail = log.read().decode(errors="replace")
         result.output = ("...\n" if size > OUTPUT_CAP else "") + tail
     return result
+
+
+def _wait(proc: subprocess.Popen, timeout: float, lock_held: threading.Event | None, lock_wait: float) -> bool:
+    """Wait for the child to exit; False when it ran out of time. Without a lock the limit is
+    `timeout` from now; with one, `timeout` from when the lock was held (at most `lock_wait`
+    extra seconds of waiting for it)."""
+    deadline = time.monotonic() + timeout + (lock_wait if lock_held is not None else 0.0)
+    while True:
+        if lock_held is not None and lock_held.is_set():
+            deadline, lock_held = time.monotonic() + timeout, None  # the run's own clock starts now
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            proc.wait(timeout=min(left, 0.1) if lock_held is not None else left)
+            return True
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _kill(proc: subprocess.Popen) -> None:

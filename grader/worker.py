@@ -11,6 +11,7 @@ nothing but this submission's verdict.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import sys
@@ -203,6 +204,10 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     while (m := protocol.recv(stdin_fd)) is not None:
         cases.append(m)
     os.close(stdin_fd)
+    if req.get("gpu_lock"):  # batch --per-gpu: wait for the GPU; held until this process exits
+        lock_fd = os.open(req["gpu_lock"], os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        protocol.send(result_fd, {"gpu_lock": "held"})
     try:
         mod = _load(req["lib"], req["exercise"], req["backend"])
     except GraderError as e:
