@@ -24,6 +24,23 @@ constexpr int WARPS_PER_BLOCK = THREADS / 32;
 
 // FLAT: N % 32 == 0, so mask word g covers the 32 contiguous elements 32*g .. 32*g+31 of the
 // flattened array and no division is needed. Otherwise word g is (row g / W, word g % W).
+// Where lane `laneIdx` works for mask word `wordIdx`: sets elemIdx (valid when it returns true)
+// and returns whether that element exists (word in range and column < N).
+template <bool FLAT>
+__device__ __forceinline__ bool wordElement(long long wordIdx, long long totalWords, int laneIdx, int N, int W,
+                                            long long& elemIdx) {
+    long long row = 0; int col = N;
+    if (wordIdx < totalWords) {
+        if (FLAT) { elemIdx = wordIdx * 32 + laneIdx; col = 0; }
+        else {
+            row = wordIdx / W;
+            col = (int)(wordIdx - row * W) * 32 + laneIdx;
+            elemIdx = row * N + col;
+        }
+    }
+    return wordIdx < totalWords && col < N;
+}
+
 template <bool FLAT>
 __global__ void __launch_bounds__(THREADS)
 relu_forward_kernel(const float* X, float* Y, uint32_t* mask, int M, int N, int W) {
@@ -36,16 +53,7 @@ relu_forward_kernel(const float* X, float* Y, uint32_t* mask, int M, int N, int 
     #pragma unroll
     for (int w = 0; w < WORDS_PER_WARP; ++w) {  // all loads first: WORDS_PER_WARP in flight
         const long long wordIdx = firstWord + w;
-        long long row = 0; int col = N;
-        if (wordIdx < totalWords) {
-            if (FLAT) { elemIdx[w] = wordIdx * 32 + laneIdx; col = 0; }
-            else {
-                row = wordIdx / W;
-                col = (int)(wordIdx - row * W) * 32 + laneIdx;
-                elemIdx[w] = row * N + col;
-            }
-        }
-        inRange[w] = wordIdx < totalWords && col < N;
+        inRange[w] = wordElement<FLAT>(wordIdx, totalWords, laneIdx, N, W, elemIdx[w]);
         vals[w] = inRange[w] ? X[elemIdx[w]] : 0.0f;
     }
     #pragma unroll
@@ -72,16 +80,7 @@ relu_backward_kernel(const uint32_t* mask, const float* dY, float* dX, int M, in
     #pragma unroll
     for (int w = 0; w < WORDS_PER_WARP; ++w) {
         const long long wordIdx = firstWord + w;
-        long long row = 0; int col = N;
-        if (wordIdx < totalWords) {
-            if (FLAT) { elemIdx[w] = wordIdx * 32 + laneIdx; col = 0; }
-            else {
-                row = wordIdx / W;
-                col = (int)(wordIdx - row * W) * 32 + laneIdx;
-                elemIdx[w] = row * N + col;
-            }
-        }
-        inRange[w] = wordIdx < totalWords && col < N;
+        inRange[w] = wordElement<FLAT>(wordIdx, totalWords, laneIdx, N, W, elemIdx[w]);
         words[w] = wordIdx < totalWords ? mask[wordIdx] : 0u;   // same address for the whole warp
         grads[w] = inRange[w] ? dY[elemIdx[w]] : 0.0f;
     }
