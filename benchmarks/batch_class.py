@@ -6,7 +6,7 @@ forbidden calls, wrong results...) plus copies of the tiled-level reference kern
 student comment so that no two sources hash alike (every one is really compiled). Writes the
 gradebook to $OUT (or /tmp/out) and prints the elapsed time and the verdict counts.
 
-    python benchmarks/batch_class.py [N] [--jobs J]
+    python benchmarks/batch_class.py [N] [--jobs J] [--per-gpu K]
 """
 import argparse
 import collections
@@ -39,6 +39,7 @@ def main() -> int:
     p.add_argument("n", type=int, nargs="?", default=50)
     p.add_argument("--jobs", type=int, default=0)
     p.add_argument("--exercise", default="tiled")
+    p.add_argument("--per-gpu", type=int, default=1)
     args = p.parse_args()
     out = Path(os.environ.get("OUT", "/tmp/out"))
     out.mkdir(parents=True, exist_ok=True)
@@ -46,12 +47,14 @@ def main() -> int:
         make_class(Path(d), args.n)
         t0 = time.perf_counter()
         rc = subprocess.call([sys.executable, "-m", "grader", "batch", args.exercise, d,
-                              "--out", str(out / "grades.csv"), "--jobs", str(args.jobs)])
+                              "--out", str(out / "grades.csv"), "--jobs", str(args.jobs),
+                              "--per-gpu", str(args.per_gpu)])
         elapsed = time.perf_counter() - t0
     rows = list(csv.DictReader(open(out / "grades.csv")))
     verdicts = collections.Counter((r["compiled"], r["correct"], r["passed"] if "passed" in r else r["score"])
                                    for r in rows)
-    print(f"batch of {len(rows)} submissions ({args.exercise}): {elapsed:.0f} s, exit code {rc}")
+    print(f"batch of {len(rows)} submissions ({args.exercise}, --per-gpu {args.per_gpu}): "
+          f"{elapsed:.0f} s, exit code {rc}")
     print("(compiled, correct, passed/score): count", dict(verdicts))
     return 0
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
-# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu]...
+# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|test]...
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$PYTHONPATH GRADER_CACHE=/tmp/gcache
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -12,6 +12,7 @@ for s in $steps; do
     tune)  timeout 230 python3 benchmarks/gpu_tune.py relu gemm 2>&1 | tee $OUT/tune.log ;;
     bench) timeout ${BENCH_TIMEOUT:-300} python3 -m grader.bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
     fused) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 200 python3 benchmarks/gpu_tune.py fused 2>&1 | tee $OUT/fused.log ;;
+    batch) timeout 450 python3 benchmarks/batch_class.py 50 --jobs 16 --per-gpu ${PER_GPU:-2} 2>$OUT/batch.err | tee $OUT/batch.log ;;
     tune2) TUNE_SECONDS=3 timeout 80 python3 benchmarks/gpu_tune.py gemm2 2>&1 | tee $OUT/tune2.log ;;
     pick)  # make the picked variant's -D values the defaults of 05 and 07 (same edit applied in the repo)
            for f in $(cat $OUT/pick.txt); do n=${f#-D}; sed -i "s/^#define ${n%%=*} .*/#define ${n%%=*} ${n#*=}/" kernels/05_warptile_pipelined.cu kernels/07_gemm_relu.cu; done
