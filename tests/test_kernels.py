@@ -110,7 +110,7 @@ def _cpu_module(name, extra_flags=()):
         pytest.skip(f"CPU backend cannot run {name} yet: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
 
 
-CPU_SHAPES = [(1, 1, 1), (17, 33, 65), (33, 70, 19)]
+CPU_SHAPES = [(1, 1, 1), (17, 33, 65), (33, 70, 19), (127, 253, 61)]
 
 
 @pytest.mark.parametrize("name", [f for f in FILES if exercise_of(f) in ("naive", "tiled", "conflict_free", "register_blocked")])
@@ -130,7 +130,7 @@ def test_relu_mask_on_cpu_backend():
     torch, mod = _cpu_module("06_relu_mask.cu")
     from grader.checks import pack_mask
     g = torch.Generator().manual_seed(1)
-    for m, n in [(1, 1), (17, 33), (5, 64)]:
+    for m, n in [(1, 1), (17, 33), (5, 64), (127, 253), (1000, 1000)]:
         X, dY = torch.randn(m, n, generator=g), torch.randn(m, n, generator=g)
         Y, dX = torch.full_like(X, float("nan")), torch.full_like(X, float("nan"))
         mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32)
