@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import contract, protocol
+from . import checks, contract, protocol
 from .binding import KernelModule
-from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK, random_inputs
+from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK
 from .errors import GraderError, KernelError
 from .toolchain import Build
 
@@ -118,9 +118,67 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
     return {n: values[n].cpu() for l in contract.LAUNCHERS[mod.exercise] for n in contract.outputs(l)}
 
 
-def timed_inputs(exercise: str, shape, seed: int) -> dict[str, torch.Tensor]:
-    """Inputs for timing, from a seed; the parent regenerates them to check the output."""
-    return random_inputs(exercise, tuple(shape), torch.Generator().manual_seed(seed))
+class FreshRounds:
+    """Fresh inputs for every round of the timed runs, and a check of every round's output.
+
+    A kernel that remembers an earlier answer (a cache keyed on pointers or on a checksum of
+    the inputs, or work skipped when the inputs look unchanged) would be timed doing nothing
+    if the inputs stayed the same. So before each round (outside the timed region) the inputs
+    are redrawn in place from a seeded generator on the inputs' device and the kernel's outputs
+    are poisoned; after it, a few random rows of its outputs are compared with a float64
+    reference of that round's inputs, and the inputs with the copy taken before the round.
+    """
+
+    def __init__(self, exercise: str, shape, ins: dict[str, torch.Tensor], outs: dict[str, torch.Tensor],
+                 seed: int, n_rows: int = 4):
+        self.exercise, self.shape, self.ins, self.outs = exercise, tuple(shape), ins, outs
+        device = next(iter(ins.values())).device
+        self.gen = torch.Generator(device=device).manual_seed(seed)
+        self.pick = np.random.default_rng(seed)
+        self.n_rows = n_rows
+        self.rounds = 0
+        self.failure: str | None = None      # what went wrong in the first bad round
+        self.inputs_changed: list[str] = []
+        self.refresh()
+
+    def refresh(self) -> None:
+        """New inputs (zero-mean normal, as random_inputs), poisoned outputs, a copy to compare."""
+        for t in self.ins.values():
+            t.normal_(generator=self.gen)
+        for name, t in self.outs.items():
+            t.view(torch.int32).fill_(POISON_MASK if contract.is_mask(name) else POISON_BITS)
+        self.copies = {k: v.clone() for k, v in self.ins.items()}
+
+    def check(self) -> bool:
+        """Check the round just timed; True to stop timing (a round failed)."""
+        self.rounds += 1
+        changed = [k for k, v in self.ins.items() if not torch.equal(v, self.copies[k])]
+        if changed:
+            self.inputs_changed = changed
+            return True
+        m = self.shape[0]
+        rows = sorted(self.pick.choice(m, size=min(self.n_rows, m), replace=False).tolist())
+        case = checks.make_case_from(self.exercise, self.shape, self.ins, rows=rows)
+        case = _to_cpu(case)
+        for name in case.expected:
+            mm = checks.compare(case, name, self.outs[name][rows].cpu())
+            if mm:
+                self.failure = (f"in round {self.rounds} (inputs drawn afresh every round), rows {rows}:\n"
+                                + mm.describe(case.shape))
+                return True
+        return False
+
+
+def _input_names(exercise: str) -> list[str]:
+    """The exercise's inputs: what its launchers read and none of them writes (not relu_backward's mask)."""
+    launchers = contract.LAUNCHERS[exercise]
+    produced = {n for l in launchers for n in contract.outputs(l)}
+    return list(dict.fromkeys(n for l in launchers for n in contract.inputs(l) if n not in produced))
+
+
+def _to_cpu(case: checks.Case) -> checks.Case:
+    move = lambda d: {k: v.cpu() for k, v in d.items()}  # noqa: E731
+    return checks.Case(case.shape, {}, move(case.expected), move(case.tolerance), move(case.either))
 
 
 def _epilogue_bias_relu_mask(ins: dict, bufs: dict, dims: dict):
@@ -137,7 +195,8 @@ def _epilogue_bias_relu_mask(ins: dict, bufs: dict, dims: dict):
 
 
 def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) -> tuple[dict, dict]:
-    """Time the kernel, its baseline and the library reference, round-robin, on fresh inputs.
+    """Time the kernel, its baseline and the library reference, round-robin, on inputs drawn
+    afresh for every round (FreshRounds: every round's output is checked too).
 
     req["baseline"]: "lib" (the baseline kernel file loaded as `baseline`), "torch" (the
     library reference is the baseline: relu_mask's torch pair) or absent.
@@ -148,8 +207,7 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
 
     shape = tuple(req["shape"])
     dims = _dims(mod.exercise, shape)
-    ins = {k: v.cuda() for k, v in timed_inputs(mod.exercise, shape, req["seed"]).items()}
-    before = {k: digest(v) for k, v in ins.items()}
+    ins = {k: torch.empty([dims[d] for d in contract.SHAPES[k]], device="cuda") for k in _input_names(mod.exercise)}
     calls, outputs = {}, {}
     for label, m in (("kernel", mod), ("baseline", baseline)):
         if m is None:
@@ -176,15 +234,14 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
             calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
     elif mod.exercise == "relu_mask":
         calls["torch"] = lambda: torch.ops.aten.threshold_backward(ins["dY"], torch.relu(ins["X"]), 0)
-    times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0))
+    rounds = FreshRounds(mod.exercise, shape, ins, outputs["kernel"], req["seed"])
+    times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0), before_round=rounds.refresh,
+                     after_round=rounds.check)
     mod.check_error("timed runs", synchronize=True)
     if req.get("baseline") == "torch" and "torch" in times:
         times["baseline"] = times["torch"]
-    rows = req["rows"]
-    sample = {k: v[rows].cpu().numpy() for k, v in outputs["kernel"].items()}
     result = {k: t.as_dict() for k, t in times.items()}
-    changed = [k for k, v in ins.items() if digest(v) != before[k]]
-    return result, sample, changed
+    return result, rounds
 
 
 def _device() -> dict:
@@ -230,8 +287,10 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     if req.get("timing") and mod.backend == "cuda":
         base = _load(req["baseline_lib"], req["baseline_exercise"], "cuda") if req.get("baseline_lib") else None
         try:
-            times, sample, changed = time_kernels(mod, base, req["timing"])
-            protocol.send(result_fd, {"timing": times, "inputs_changed": changed, "device": _device()}, sample)
+            times, rounds = time_kernels(mod, base, req["timing"])
+            protocol.send(result_fd, {"timing": times, "inputs_changed": rounds.inputs_changed,
+                                      "timed_failure": rounds.failure, "rounds": rounds.rounds,
+                                      "device": _device()})
         except GraderError as e:
             protocol.send(result_fd, {"timing_error": str(e)})
     return 0

@@ -22,6 +22,14 @@ def test_work_on_a_hidden_stream_is_not_a_pass():
     assert r.correct and not r.passed and "implausible" in r.message
 
 
+def test_a_remembered_answer_fails_in_the_timed_runs():
+    from grader import grade
+    r = grade.grade("tiled", SUBS / "gpu" / "cached_result.cu", backend="cuda")
+    print(r.message)
+    assert r.compiled and not r.correct and not r.passed
+    assert "wrong in the timed runs" in r.message and "inputs drawn afresh every round" in r.message
+
+
 def test_repeated_speedups_within_5_percent_and_cached_check_time():
     from grader import grade
     grade.grade("tiled", KERNELS / "02_tiled.cu", backend="cuda")  # builds (cached after)

@@ -1,0 +1,114 @@
+"""Timed runs draw fresh inputs every round and check every round's output, so a kernel that
+remembers an earlier answer is caught. The machinery is device-agnostic: CPU tensors here,
+stand-ins for the kernel's launcher in Python."""
+import torch
+
+from grader import contract, timing, worker
+
+
+def _setup(exercise, shape, seed=7):
+    dims = worker._dims(exercise, shape)
+    ins = {k: torch.empty([dims[d] for d in contract.SHAPES[k]]) for k in worker._input_names(exercise)}
+    outs = {}
+    for launcher in contract.LAUNCHERS[exercise]:
+        for name in contract.outputs(launcher):
+            dtype = torch.int32 if contract.is_mask(name) else torch.float32
+            outs.setdefault(name, torch.empty([dims[d] for d in contract.SHAPES[name]], dtype=dtype))
+    return ins, outs, worker.FreshRounds(exercise, shape, ins, outs, seed)
+
+
+def _rounds(fr, kernel, n=5):
+    """Run n rounds as time_gpu does: refresh, call, check. Returns the round that failed, or None."""
+    for i in range(n):
+        fr.refresh()
+        kernel()
+        if fr.check():
+            return i + 1
+    return None
+
+
+def test_inputs_differ_from_round_to_round_and_outputs_are_poisoned():
+    ins, outs, fr = _setup("tiled", (9, 7, 5))
+    a0 = ins["A"].clone()
+    fr.refresh()
+    assert not torch.equal(a0, ins["A"]) and abs(ins["A"].mean()) < 1.0
+    assert torch.isnan(outs["C"]).all()
+
+
+def test_an_honest_gemm_passes_every_round():
+    ins, outs, fr = _setup("tiled", (33, 17, 65))
+    assert _rounds(fr, lambda: torch.matmul(ins["A"], ins["B"], out=outs["C"])) is None
+    assert fr.rounds == 5 and fr.failure is None
+
+
+def test_a_cached_answer_fails_in_the_second_round():
+    ins, outs, fr = _setup("tiled", (33, 17, 65))
+    cache = {}
+
+    def cached():  # computes once, then copies its stored answer: as fast as a copy
+        if "C" not in cache:
+            cache["C"] = ins["A"] @ ins["B"]
+        outs["C"].copy_(cache["C"])
+    assert _rounds(fr, cached) == 2
+    assert "in round 2 (inputs drawn afresh" in fr.failure and "elements wrong" in fr.failure
+
+
+def test_skipping_work_leaves_the_poison_and_fails():
+    ins, outs, fr = _setup("tiled", (20, 20, 20))
+    calls = []
+
+    def skips():  # works only on the first call (e.g. "same pointers as last time: nothing to do")
+        if not calls:
+            torch.matmul(ins["A"], ins["B"], out=outs["C"])
+        calls.append(1)
+    assert _rounds(fr, skips) == 2 and "never written" in fr.failure
+
+
+def test_writing_an_input_is_named():
+    ins, outs, fr = _setup("tiled", (8, 8, 8))
+
+    def tampers():
+        torch.matmul(ins["A"], ins["B"], out=outs["C"])
+        ins["B"].zero_()
+    assert _rounds(fr, tampers) == 1 and fr.inputs_changed == ["B"]
+
+
+def test_relu_mask_and_gemm_relu_honest_kernels_pass():
+    from grader.checks import pack_mask
+    ins, outs, fr = _setup("relu_mask", (6, 70))
+
+    def relu_pair():
+        outs["Y"].copy_(ins["X"].clamp_min(0))
+        outs["mask"].copy_(pack_mask(ins["X"] > 0))
+        torch.where(ins["X"] > 0, ins["dY"], torch.zeros_like(ins["dY"]), out=outs["dX"])
+    assert _rounds(fr, relu_pair) is None, fr.failure
+
+    ins, outs, fr = _setup("gemm_relu", (10, 40, 12))
+
+    def fused():
+        c = torch.addmm(ins["bias"], ins["A"], ins["B"]).clamp_min(0)
+        outs["C"].copy_(c)
+        outs["mask"].copy_(pack_mask(c > 0))
+    assert _rounds(fr, fused) is None, fr.failure
+
+
+def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
+    class FakeEvent:  # CUDA events stand-in: the hooks' order is what is tested
+        def __init__(self, **_):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 1.0
+    monkeypatch.setattr(timing.torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
+    log = []
+    stop_after = 4
+    t = timing.time_gpu({"k": lambda: log.append("k"), "b": lambda: log.append("b")}, warmup=1, min_runs=10,
+                        flush=False, before_round=lambda: log.append("before"),
+                        after_round=lambda: log.append("after") or log.count("after") == stop_after)
+    assert log[:2] == ["k", "b"]  # warm-up
+    assert log[2:] == ["before", "k", "b", "after"] * stop_after  # stopped early by after_round
+    assert t["k"].runs == stop_after
