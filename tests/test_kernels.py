@@ -158,6 +158,30 @@ def test_big_tile_gemm_on_cpu_backend():
         assert ((C.double() - ref).norm() / ref.norm()).item() < 1e-4, (m, n, k)
 
 
+@pytest.mark.parametrize("name", ["05_warptile_pipelined.cu", "07_gemm_relu.cu"])
+def test_big_tile_falls_back_when_the_gpu_has_less_shared_memory(name, monkeypatch):
+    """On a T4 (64 KB per block) the 97 KB big tile is refused; the launcher must fall back to
+    its 64x64 tile and still be right. The CPU backend plays that GPU."""
+    monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(64 * 1024))
+    # a build of its own: the launcher asks for the shared memory once per process (a static)
+    torch, mod = _cpu_module(name, BIG_TILE + ("-DPLAYING_A_T4",))
+    from grader.checks import pack_mask
+    g = torch.Generator().manual_seed(4)
+    m, n, k = 130, 260, 40
+    A, B, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
+    C = torch.full((m, n), float("nan"))
+    if name.startswith("05"):
+        mod.launch.gemm(A, B, C)
+        ref = A.double() @ B.double()
+    else:
+        mask = torch.full((m, (n + 31) // 32), -1, dtype=torch.int32)
+        mod.launch.gemm_relu(A, B, bias, C, mask)
+        ref = torch.relu(A.double() @ B.double() + bias.double())
+        assert torch.equal(mask, pack_mask(C > 0))
+    mod.check_error(name)  # no launch error: the refused configuration was not launched
+    assert ((C.double() - ref).norm() / ref.norm()).item() < 1e-4
+
+
 @pytest.mark.parametrize("flags", [(), BIG_TILE, BIG_TILE + ("-DSTAGED_EPILOGUE=0",)],
                          ids=["default", "big_tile_staged", "big_tile_register"])
 def test_gemm_relu_on_cpu_backend(flags):

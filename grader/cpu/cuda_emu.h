@@ -78,7 +78,7 @@ CUDA_EMU_API void register_shared(const void* p, size_t bytes, const char* name,
                                   const unsigned* dims, int rank, size_t elem);
 CUDA_EMU_API void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 block,
                               size_t smem, bool fibers, void (*thread)(void*), void* ctx);
-CUDA_EMU_API void set_max_dyn_smem(const void* fn, int bytes);
+CUDA_EMU_API int set_max_dyn_smem(const void* fn, int bytes);  // 0, or 1 when over the limit
 CUDA_EMU_API int take_launch_status();
 CUDA_EMU_API void trap(int line, const char* what);
 
@@ -282,7 +282,8 @@ static inline const char* cudaGetErrorString(cudaError_t e) {
          : "unspecified launch failure (see the CPU backend's message)";
 }
 template <class F> static inline cudaError_t cudaFuncSetAttribute(F* fn, cudaFuncAttribute a, int v) {
-    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) ::cuda_emu::set_max_dyn_smem((const void*)fn, v);
+    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize && ::cuda_emu::set_max_dyn_smem((const void*)fn, v))
+        return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() ((void)0)

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <csetjmp>
 #include <csignal>
+#include <cstdlib>
 #include <cstdarg>
 #include <mutex>
 #include <unordered_map>
@@ -43,6 +44,13 @@ bool g_abort = false;
 int g_flags = 1;  // race detection on by default
 uint64_t g_clock = 1, g_block_sync = 1, g_warp_sync[32];
 size_t g_dyn_smem_cap = 227 * 1024;  // the most an H100/H200 block may ask for
+// CUDA_EMU_MAX_DYN_SMEM=65536 plays a GPU with less shared memory per block (a T4: 64 KB), so a
+// launcher's fallback for such GPUs can be checked here. Read at each use: tests change it.
+static size_t dyn_smem_cap() {
+    const char* env = std::getenv("CUDA_EMU_MAX_DYN_SMEM");
+    const size_t v = env ? std::strtoull(env, nullptr, 10) : 0;
+    return v > 0 && v < g_dyn_smem_cap ? v : g_dyn_smem_cap;
+}
 alignas(64) unsigned char g_dyn_smem[227 * 1024];
 
 namespace {
@@ -456,11 +464,11 @@ bool check_config(const void* fn, dim3 g, dim3 b, size_t smem) {
     }
     auto it = g_smem_limit.find(fn);
     size_t limit = it == g_smem_limit.end() ? kDefaultSmemLimit : (size_t)it->second;
-    if (smem > limit || smem > g_dyn_smem_cap) {
+    if (smem > limit || smem > dyn_smem_cap()) {
         g_status = cudaErrorInvalidValue;
         report("the launch asks for %zu bytes of dynamic shared memory; without cudaFuncSetAttribute("
                "kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) the limit is 48 KiB, and at most %zu",
-               smem, g_dyn_smem_cap);
+               smem, dyn_smem_cap());
         return false;
     }
     return true;
@@ -668,7 +676,11 @@ uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value, int arg, int
 
 void* dyn_smem(const char*) { return g_dyn_smem; }
 
-void set_max_dyn_smem(const void* fn, int bytes) { g_smem_limit[fn] = bytes; }
+int set_max_dyn_smem(const void* fn, int bytes) {  // cudaErrorInvalidValue above the GPU's limit
+    if (bytes < 0 || (size_t)bytes > dyn_smem_cap()) return 1;
+    g_smem_limit[fn] = bytes;
+    return 0;
+}
 
 int take_launch_status() {
     int s = g_status;

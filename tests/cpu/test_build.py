@@ -130,3 +130,20 @@ def test_defines_reach_the_kernel_and_other_flags_are_refused(tmp_path):
     assert lib.error() is None and np.all(c == 6.0)
     with pytest.raises(ValueError, match="only -D/-U"):
         compile_library(src, tmp_path / "x.so", filename="x.cu", defines=("-Xptxas=-v",))
+
+
+PROBE = textwrap.dedent("""\
+    #include <cuda_runtime.h>
+    __global__ void k(float* out) { extern __shared__ float s[]; s[0] = 1.f; out[0] = s[0]; }
+    extern "C" int probe(int bytes) {  // what cudaFuncSetAttribute answers for this many bytes
+        return (int)cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    }
+    """)
+
+
+def test_shared_memory_above_the_gpus_limit_is_refused_as_on_a_gpu(monkeypatch):
+    lib = Lib(build(PROBE, "smem_probe"))
+    assert lib.dll.probe(100 * 1024) == 0          # an H200 allows 227 KB per block
+    assert lib.dll.probe(228 * 1024) == 1          # cudaErrorInvalidValue
+    monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(64 * 1024))  # play a T4
+    assert lib.dll.probe(64 * 1024) == 0 and lib.dll.probe(100 * 1024) == 1
