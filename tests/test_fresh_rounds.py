@@ -112,3 +112,71 @@ def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
     assert log[:2] == ["k", "b"]  # warm-up
     assert log[2:] == ["before", "k", "b", "after"] * stop_after  # stopped early by after_round
     assert t["k"].runs == stop_after
+
+
+# ---------------------------------------------------------------- the whole timed path, on the CPU backend
+KERNELS = __import__("pathlib").Path(__file__).resolve().parent.parent / "kernels"
+
+CACHED = """
+#include <cuda_runtime.h>
+__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float s = 0.0f;
+        for (int i = 0; i < K; ++i) s += A[row * K + i] * B[i * N + col];
+        C[row * N + col] = s;
+    }
+}
+// remembers its pointers: called again with the same ones, it returns at once (C keeps the
+// previous answer)
+extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+    static const float* last = nullptr;
+    if (A == last) return;
+    last = A;
+    k<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, stream>>>(A, B, C, M, N, K);
+}
+"""
+
+
+def _fake_gpu_timing(monkeypatch):
+    class FakeEvent:
+        def __init__(self, **_):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 1.0
+    monkeypatch.setattr(timing.torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(timing, "flush_l2", lambda: None)
+
+
+def test_time_kernels_checks_every_round_end_to_end(monkeypatch):
+    from grader import binding
+    _fake_gpu_timing(monkeypatch)
+    mod = binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu")
+    base = binding.load(KERNELS / "01_naive.cu", "tiled", backend="cpu")
+    req = {"shape": [37, 29, 41], "seed": 5, "baseline": "lib", "max_seconds": 0.0}
+    times, rounds = worker.time_kernels(mod, base, req)
+    assert set(times) == {"kernel", "baseline", "cublas"}
+    assert rounds.failure is None and not rounds.inputs_changed and rounds.rounds == 10  # min_runs
+
+    cheat = binding.load(CACHED, "tiled", backend="cpu")
+    _, rounds = worker.time_kernels(cheat, base, req)
+    assert rounds.rounds == 1 and "in round 1 (inputs drawn afresh" in rounds.failure
+
+
+def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch):
+    from grader import binding
+    _fake_gpu_timing(monkeypatch)
+    relu = binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu")
+    times, rounds = worker.time_kernels(relu, None, {"shape": [9, 70], "seed": 3, "baseline": "torch",
+                                                     "max_seconds": 0.0})
+    assert {"kernel", "torch"} <= set(times) and rounds.failure is None, rounds.failure
+    fused = binding.load(KERNELS / "07_gemm_relu.cu", "gemm_relu", backend="cpu")
+    gemm = binding.load(KERNELS / "05_warptile_pipelined.cu", "register_blocked", backend="cpu")
+    times, rounds = worker.time_kernels(fused, gemm, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
+                                                      "baseline_epilogue": "bias_relu_mask", "max_seconds": 0.0})
+    assert {"kernel", "baseline", "cublas"} <= set(times) and rounds.failure is None, rounds.failure
