@@ -1,6 +1,8 @@
 """Timed runs draw fresh inputs every round and check every round's output, so a kernel that
 remembers an earlier answer is caught. The machinery is device-agnostic: CPU tensors here,
 stand-ins for the kernel's launcher in Python."""
+from pathlib import Path
+
 import torch
 
 from grader import contract, timing, worker
@@ -92,8 +94,8 @@ def test_relu_mask_and_gemm_relu_honest_kernels_pass():
     assert _rounds(fr, fused) is None, fr.failure
 
 
-def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
-    class FakeEvent:  # CUDA events stand-in: the hooks' order is what is tested
+def _fake_gpu_timing(monkeypatch):
+    class FakeEvent:
         def __init__(self, **_):
             pass
 
@@ -104,10 +106,15 @@ def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
             return 1.0
     monkeypatch.setattr(timing.torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(timing, "flush_l2", lambda: None)
+
+
+def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
+    _fake_gpu_timing(monkeypatch)  # the hooks' order is what is tested
     log = []
     stop_after = 4
     t = timing.time_gpu({"k": lambda: log.append("k"), "b": lambda: log.append("b")}, warmup=1, min_runs=10,
-                        flush=False, before_round=lambda: log.append("before"),
+                        before_round=lambda: log.append("before"),
                         after_round=lambda: log.append("after") or log.count("after") == stop_after)
     assert log[:2] == ["k", "b"]  # warm-up
     assert log[2:] == ["before", "k", "b", "after"] * stop_after  # stopped early by after_round
@@ -115,7 +122,7 @@ def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
 
 
 # ---------------------------------------------------------------- the whole timed path, on the CPU backend
-KERNELS = __import__("pathlib").Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 
 CACHED = """
 #include <cuda_runtime.h>
@@ -136,21 +143,6 @@ extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int
     k<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), 0, stream>>>(A, B, C, M, N, K);
 }
 """
-
-
-def _fake_gpu_timing(monkeypatch):
-    class FakeEvent:
-        def __init__(self, **_):
-            pass
-
-        def record(self):
-            pass
-
-        def elapsed_time(self, other):
-            return 1.0
-    monkeypatch.setattr(timing.torch.cuda, "Event", FakeEvent)
-    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(timing, "flush_l2", lambda: None)
 
 
 def test_time_kernels_checks_every_round_end_to_end(monkeypatch):
