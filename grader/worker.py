@@ -4,10 +4,10 @@
 
 It loads the built library, runs each case on the inputs it is sent (outputs
 poisoned first) and sends the raw outputs back; the parent decides what is
-right. On a GPU it then times the kernel, its baseline and cuBLAS on fresh
-inputs drawn from a seed the parent chose, and returns a few rows of the timed
-output so the parent can check that run too. A crash here costs the parent
-nothing but this submission's verdict.
+right. On a GPU it then times the kernel, its baseline and cuBLAS, redrawing
+the inputs (from a seed the parent chose) before every round and checking every
+round's output (FreshRounds), and reports the times and the first bad round. A
+crash here costs the parent nothing but this submission's verdict.
 """
 from __future__ import annotations
 
