@@ -1,6 +1,6 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
-# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|test]...
+# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test]...
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$PYTHONPATH GRADER_CACHE=/tmp/gcache
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
@@ -13,6 +13,9 @@ for s in $steps; do
     bench) timeout ${BENCH_TIMEOUT:-300} python3 -m grader.bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
     fused) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 200 python3 benchmarks/gpu_tune.py fused 2>&1 | tee $OUT/fused.log ;;
     batch) timeout 450 python3 benchmarks/batch_class.py 50 --jobs 16 --per-gpu ${PER_GPU:-2} 2>$OUT/batch.err | tee $OUT/batch.log ;;
+    flushcmp)  # is the write-flush hurting small sizes? the same bench with each flush, warm-up 200 ms
+           for f in write read; do timeout 120 python3 -m grader.bench --only gemm --sizes 1024 2048 4096 --shapes \
+             --flush $f --warmup-ms 200 --save $OUT/flush_$f.json 2>/dev/null | grep -E "cublas|warptile|naive " | tee -a $OUT/flushcmp.log; done ;;
     tune2) TUNE_SECONDS=3 timeout 80 python3 benchmarks/gpu_tune.py gemm2 2>&1 | tee $OUT/tune2.log ;;
     pick)  # make the picked variant's -D values the defaults of 05 and 07 (same edit applied in the repo)
            for f in $(cat $OUT/pick.txt); do n=${f#-D}; sed -i "s/^#define ${n%%=*} .*/#define ${n%%=*} ${n#*=}/" kernels/05_warptile_pipelined.cu kernels/07_gemm_relu.cu; done

@@ -127,7 +127,7 @@ def load_kernel(file: str, exercise: str, extra_flags=()):
 
 
 # ---------------------------------------------------------------------------- benches
-def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print) -> list[dict]:
+def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print, timing=None) -> list[dict]:
     torch = _torch()
     from .timing import time_gpu, tflops
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -154,7 +154,7 @@ def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print) ->
         fns["cublas"] = lambda: torch.matmul(A, B, out=Cb)
         errs["cublas"] = rel_err(torch.matmul(A, B), ref)
         del ref
-        t = time_gpu(fns, max_seconds=8.0)
+        t = time_gpu(fns, max_seconds=8.0, **(timing or {}))
         base = t["cublas"].median_ms
         prev = None
         for name in ["cublas", *mods]:
@@ -174,7 +174,7 @@ def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print) ->
     return rows
 
 
-def bench_relu(elems_m=8192, elems_n=8192, seed=3) -> list[dict]:
+def bench_relu(elems_m=8192, elems_n=8192, seed=3, timing=None) -> list[dict]:
     torch = _torch()
     from .timing import time_gpu
     mod = load_kernel(RELU_FILE, "relu_mask")
@@ -198,7 +198,7 @@ def bench_relu(elems_m=8192, elems_n=8192, seed=3) -> list[dict]:
         "device_copy": lambda: copy_dst.copy_(X),
     }
     Yt.copy_(torch.relu(X))  # the saved activation threshold_backward reads
-    t = time_gpu(fns, max_seconds=8.0)
+    t = time_gpu(fns, max_seconds=8.0, **(timing or {}))
     e = m * n
     bytes_ = {"ours_forward": 8.125 * e, "ours_backward": 8.125 * e, "ours_pair": 16.25 * e,
               "torch_relu": 8 * e, "torch_threshold_backward": 12 * e, "torch_pair": 20 * e,
@@ -218,7 +218,7 @@ def bench_relu(elems_m=8192, elems_n=8192, seed=3) -> list[dict]:
     return rows
 
 
-def bench_fused(shapes, extra_flags=(), seed=5) -> list[dict]:
+def bench_fused(shapes, extra_flags=(), seed=5, timing=None) -> list[dict]:
     torch = _torch()
     from .timing import time_gpu, tflops
     fused = load_kernel(FUSED_FILE, "gemm_relu", extra_flags)
@@ -237,7 +237,7 @@ def bench_fused(shapes, extra_flags=(), seed=5) -> list[dict]:
             "gemm_only": lambda: plain.launch.gemm(A, B, C2),
             "gemm_then_relu": lambda: (plain.launch.gemm(A, B, C2), relu.launch.relu_forward(C2, Y, mask)),
         }
-        t = time_gpu(fns, max_seconds=8.0)
+        t = time_gpu(fns, max_seconds=8.0, **(timing or {}))
         for name in fns:
             ms = t[name].median_ms
             rows.append({"kind": "fused", "kernel": name,
@@ -297,7 +297,9 @@ def markdown(info: dict, rows: list[dict]) -> str:
     big = max(shapes, key=lambda s: int(s.split("x")[0]) if len(set(s.split("x"))) == 1 else 0)
     out = [f"{info.get('gpu')}, torch {info.get('torch')}, CUDA {info.get('cuda')}, {info.get('date')}; "
            f"nvidia-smi at the end (SM clock, max, memory clock, power, temperature): "
-           f"{info.get('nvidia_smi_clocks_sm_max_mem_power_temp', '?')}.", "",
+           f"{info.get('nvidia_smi_clocks_sm_max_mem_power_temp', '?')}."
+           + (f" L2 flush: {info['timing']['flush']}, extra warm-up {info['timing']['warmup_ms']:g} ms."
+              if info.get("timing") else ""), "",
            "| kernel | " + " | ".join(f"{s} TFLOP/s" for s in shapes) + f" | % cuBLAS ({big}) | x prev ({big}) |",
            "|---|" + "---:|" * (len(shapes) + 2)]
     for k in names:
@@ -347,6 +349,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fused-size", type=int, default=4096,
                    help="fused GEMM shapes: SIZE^3 and SIZE x SIZE x 512 (a short K, where the epilogue weighs more)")
     p.add_argument("--only", nargs="*", choices=["gemm", "relu", "fused"], default=["gemm", "relu", "fused"])
+    p.add_argument("--flush", choices=["write", "read"], default="write",
+                   help="how the L2 is evicted before each timed call (grader.timing.flush_l2)")
+    p.add_argument("--warmup-ms", type=float, default=0.0,
+                   help="keep warming up this long before timing (lets an idle GPU raise its clocks)")
     p.add_argument("--plot", metavar="FILE.png")
     p.add_argument("--save", metavar="FILE.json", help="also write {info, rows} to this file")
     p.add_argument("--from", dest="from_json", metavar="FILE.json",
@@ -371,17 +377,18 @@ def main(argv: list[str]) -> int:
     try:
         shapes = [(s, s, s) for s in args.sizes] + list(args.shapes)
         rows: list[dict] = []
+        opts = {"flush": args.flush, "warmup_ms": args.warmup_ms}
         if "gemm" in args.only:
-            rows += bench_gemm(shapes, log=lambda m: print(m, file=sys.stderr))
+            rows += bench_gemm(shapes, log=lambda m: print(m, file=sys.stderr), timing=opts)
         if "relu" in args.only:
-            rows += bench_relu(*args.relu_shape)
+            rows += bench_relu(*args.relu_shape, timing=opts)
         if "fused" in args.only:
             f = args.fused_size
-            rows += bench_fused([(f, f, f), (f, f, 512)])
+            rows += bench_fused([(f, f, f), (f, f, 512)], timing=opts)
     except CannotGrade as e:
         print(f"bench: {e}", file=sys.stderr)
         return 2
-    info = gpu_info()
+    info = gpu_info() | {"timing": {"flush": args.flush, "warmup_ms": args.warmup_ms}}
     if args.save:
         Path(args.save).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
     if args.readme:

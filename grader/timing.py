@@ -43,13 +43,20 @@ class Timing:
 _FLUSH: dict[int, torch.Tensor] = {}
 
 
-def flush_l2() -> None:
-    """Overwrite the L2 cache (2x its size; H200: 60 MB) so the next call starts cold."""
+def flush_l2(mode: str = "write") -> None:
+    """Evict the L2 cache (a buffer 2x its size; H200: 60 MB) so the next call starts cold.
+
+    "write" fills the buffer (the usual way; it leaves up to a cache-full of dirty lines that the
+    next call pays to write back), "read" sums it (the cache is left holding clean lines; an
+    experiment for small kernels, not yet measured against "write")."""
     dev = torch.cuda.current_device()
     if dev not in _FLUSH:
         l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 64 << 20) or (64 << 20)
-        _FLUSH[dev] = torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
-    _FLUSH[dev].fill_(1.0)
+        _FLUSH[dev] = torch.ones(2 * l2 // 4, dtype=torch.float32, device="cuda")
+    if mode == "read":
+        _FLUSH[dev].sum()
+    else:
+        _FLUSH[dev].fill_(1.0)
 
 
 def _percentile(sorted_xs: list[float], q: float) -> float:
@@ -59,9 +66,13 @@ def _percentile(sorted_xs: list[float], q: float) -> float:
 
 def time_gpu(fns: dict[str, Callable[[], object]], *, warmup: int = 3, min_runs: int = 10,
              max_runs: int = 500, rel_err: float = 0.005, max_seconds: float = 10.0,
-             flush: bool = True, before_round: Callable[[], object] | None = None,
-             after_round: Callable[[], bool] | None = None) -> dict[str, Timing]:
+             flush: bool | str = True, before_round: Callable[[], object] | None = None,
+             after_round: Callable[[], bool] | None = None, warmup_ms: float = 0.0) -> dict[str, Timing]:
     """Median time of each function in ms, measured with CUDA events (see module doc).
+
+    flush: True or "write" (default), "read" (see flush_l2), or False. warmup_ms: after the
+    `warmup` calls, keep calling round-robin until this much time has passed (lets an idle GPU
+    raise its clocks before short kernels are timed).
 
     A round calls every function once. before_round runs before each round and after_round
     after it, both outside the timed regions (the grader redraws inputs and checks outputs
@@ -70,6 +81,12 @@ def time_gpu(fns: dict[str, Callable[[], object]], *, warmup: int = 3, min_runs:
         for _ in range(warmup):
             fn()
     torch.cuda.synchronize()
+    t_warm = time.perf_counter()
+    while (time.perf_counter() - t_warm) * 1e3 < warmup_ms:
+        for fn in fns.values():
+            fn()
+        torch.cuda.synchronize()
+    flush_mode = "read" if flush == "read" else "write"
 
     samples: dict[str, list[float]] = {k: [] for k in fns}
     host: dict[str, list[float]] = {k: [] for k in fns}
@@ -80,7 +97,7 @@ def time_gpu(fns: dict[str, Callable[[], object]], *, warmup: int = 3, min_runs:
             before_round()
         for name, fn in fns.items():
             if flush:
-                flush_l2()
+                flush_l2(flush_mode)
             torch.cuda.synchronize()
             h0 = time.perf_counter()
             start.record()

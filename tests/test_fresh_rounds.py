@@ -106,7 +106,7 @@ def _fake_gpu_timing(monkeypatch):
             return 1.0
     monkeypatch.setattr(timing.torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(timing, "flush_l2", lambda: None)
+    monkeypatch.setattr(timing, "flush_l2", lambda mode="write": None)
 
 
 def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
@@ -172,3 +172,10 @@ def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch):
     times, rounds = worker.time_kernels(fused, gemm, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
                                                       "baseline_epilogue": "bias_relu_mask", "max_seconds": 0.0})
     assert {"kernel", "baseline", "cublas"} <= set(times) and rounds.failure is None, rounds.failure
+
+
+def test_warmup_ms_keeps_calling_before_timing(monkeypatch):
+    _fake_gpu_timing(monkeypatch)
+    calls = []
+    timing.time_gpu({"k": lambda: calls.append(1)}, warmup=1, min_runs=1, max_runs=1, warmup_ms=30)
+    assert len(calls) > 2  # 1 fixed warm-up + at least one more round of warm-up + 1 timed run
