@@ -55,7 +55,8 @@ _CONSTRUCTS = [
     (re.compile(r"\b(system|popen|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawn\w*)\s*\("),
      "starting processes is not allowed"),
     (re.compile(r"\b(syscall|ptrace|mprotect|mmap|munmap|prctl)\b"), "system calls are not allowed"),
-    (re.compile(r"\b(open|openat|creat|fopen|freopen|write|pwrite|dup|dup2|dup3|pipe|socket|connect|kill"
+    (re.compile(r"\b(open|openat|creat|fopen|freopen|fdopen|tmpfile|write|writev|pwrite|pwritev|sendfile|splice"
+                r"|vmsplice|ioctl|fcntl|close|dup|dup2|dup3|pipe|socket|connect|kill"
                 r"|getenv|setenv|putenv|unlink|remove|rename|chdir|signal|sigaction|raise|_exit|exit|abort"
                 r"|atexit|at_quick_exit|quick_exit|setjmp|longjmp)\s*\("),
      "file, process and environment calls are not allowed in a kernel file"),
