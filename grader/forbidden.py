@@ -7,7 +7,7 @@ A submission must do the work itself, in its own kernels. So the scan refuses:
   - libraries that would do it instead: cuBLAS / cuBLASLt, CUTLASS / CuTe, cuDNN,
     torch (ATen, c10), and any `#include` outside a short allow-list;
   - ways around the contract or the sandbox: dlopen/dlsym, system/popen/fork/exec,
-    raw syscalls and file or descriptor I/O, code run at library load
+    threads, raw syscalls and file or descriptor I/O, code run at library load
     (constructor attributes), `#pragma comment(lib, ...)`, computed `#include`s
     and token pasting (which could spell any of the above);
   - work hidden from the timer: streams of its own (cudaStreamCreate*,
@@ -55,6 +55,8 @@ _CONSTRUCTS = [
     (re.compile(r"\b(system|popen|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawn\w*)\s*\("),
      "starting processes is not allowed"),
     (re.compile(r"\b(syscall|ptrace|mprotect|mmap|munmap|prctl)\b"), "system calls are not allowed"),
+    (re.compile(r"\b(pthread_create|thrd_create|clone)\s*\(|\bstd\s*::\s*(thread|jthread|async)\b"),
+     "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given"),
     (re.compile(r"\b(open|openat|creat|fopen|freopen|fdopen|tmpfile|write|writev|pwrite|pwritev|sendfile|splice"
                 r"|vmsplice|ioctl|fcntl|close|dup|dup2|dup3|pipe|socket|connect|kill"
                 r"|getenv|setenv|putenv|unlink|remove|rename|chdir|signal|sigaction|raise|_exit|exit|abort"

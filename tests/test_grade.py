@@ -165,7 +165,8 @@ def test_forbidden_scan_ignores_comments_and_catches_tricks():
                 "#include MY_HEADER\n", "#include <thrust/sort.h>\n", "void f(){ system(\"ls\"); }\n",
                 "__attribute__((constructor)) void f(){}\n", "cudaStream_t s; cudaStreamCreate(&s);\n",
                 "void f(){ asm volatile(\"syscall\"); }\n", "#include \"my_gemm.h\"\n",
-                "FILE* f = fdopen(3, \"w\");\n", "void f(int fd){ close(fd); }\n"):  # forge or cut the result pipe
+                "FILE* f = fdopen(3, \"w\");\n", "void f(int fd){ close(fd); }\n",  # forge or cut the result pipe
+                "pthread_create(&t, 0, work, 0);\n", "auto t = std::thread(work);\n"):  # work after the launcher returns
         assert forbidden.scan(bad), bad
     for name in KERNEL_FILES:
         assert forbidden.scan((KERNELS / name).read_text()) == [], name
