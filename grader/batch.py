@@ -51,8 +51,8 @@ from .errors import CannotGrade, GraderError
 
 # nbgrader's CSV export has assignment, student_id, timestamp, raw_score, score, max_score:
 # ours uses the same names for the same things.
-FIELDS = ["student_id", "assignment", "exercise", "backend", "compiled", "correct", "passed", "speedup",
-          "threshold", "pct_cublas", "raw_score", "score", "max_score", "message", "hint", "file",
+FIELDS = ["student_id", "assignment", "exercise", "backend", "compiled", "correct", "passed", "outcome",
+          "speedup", "threshold", "pct_cublas", "raw_score", "score", "max_score", "message", "hint", "file",
           "source_sha256", "grader_version", "timestamp", "seconds"]
 MARKER = re.compile(r"^\s*//\s*grader:\s*(\w+)\s*$")
 SOURCE_SUFFIXES = (".cu", ".ipynb")
@@ -217,6 +217,34 @@ def write_gradebook(path: Path, rows: list[dict], meta: dict) -> None:
     os.replace(tmp, js)
 
 
+# what went wrong, in a word, from the verdict's message (first match wins)
+_OUTCOMES = [
+    (("could not grade",), "could not grade"),
+    (("forbidden:",), "forbidden"),
+    (("does not compile",), "does not compile"),
+    (("is empty", "not a UTF-8", "no kernel cell", "no .cu file"), "nothing to grade"),
+    (("launcher `",), "missing launcher"),
+    (("did not finish", "time limit"), "hang"),
+    (("illegal memory access", "crashed", "wrote past", "wrote before", "CUDA error", "AddressSanitizer"),
+     "crash or out of bounds"),
+    (("wrote to its input",), "wrote its inputs"),
+    (("exactly the answer",), "replayed an answer"),
+    (("wrong in the timed runs",), "wrong when timed"),
+]
+
+
+def outcome(row: dict) -> str:
+    """One word for the gradebook and the summary: passed, too slow, hang, wrong results, ..."""
+    def yes(v) -> bool:
+        return str(v) in ("True", "true", "1")
+    msg = str(row.get("message") or "")
+    if yes(row.get("passed")):
+        return "passed"
+    if yes(row.get("correct")):
+        return "too slow" if "too slow" in msg else "timing not accepted"
+    return next((name for keys, name in _OUTCOMES if any(k in msg for k in keys)), "wrong results")
+
+
 def score(passed: bool, correct: bool) -> float:
     """1 for a pass; 0.5 for a correct kernel below the speed threshold; else 0."""
     return 1.0 if passed else 0.5 if correct else 0.0
@@ -254,7 +282,7 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
     passed = bool(r and r.passed)
     correct = bool(r and r.correct)
     s = score(passed, correct)
-    return {
+    row = {
         "student_id": sub.student_id, "assignment": exercise, "exercise": exercise, "backend": backend,
         "compiled": bool(r and r.compiled), "correct": correct, "passed": passed,
         "speedup": round(r.speedup, 4) if r and r.speedup is not None else None,
@@ -265,6 +293,8 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
         "file": str(sub.path) if sub.path else "", "source_sha256": key, "grader_version": version,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 2),
     }
+    row["outcome"] = outcome(row)
+    return row
 
 
 def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
@@ -290,7 +320,7 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
         key = hashlib.sha256(f"{ident}|{sub.sha256}".encode()).hexdigest()[:24]
         prev = old.get(sub.student_id)
         if prev and prev.get("source_sha256") == key and not str(prev.get("message", "")).startswith("could not grade"):
-            rows[sub.student_id] = prev
+            rows[sub.student_id] = prev | {"outcome": prev.get("outcome") or outcome(prev)}
         else:
             todo.append((sub, key))
     meta = {"exercise": exercise, "backend": backend, "threshold": ex.threshold, "grader_version": version,
@@ -399,4 +429,13 @@ def main(args) -> int:
           + (f", {failed_infra} could not be graded" if failed_infra else "")
           + f"; gradebook {args.out} (+ {Path(args.out).with_suffix('.json').name}) "
           f"in {time.perf_counter() - t0:.1f} s")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    if rows:
+        print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+    if getattr(args, "plot", None) and rows:
+        from . import plots
+        plots.class_results(rows, args.exercise).savefig(args.plot, dpi=90)
+        print(f"chart: {args.plot}")
     return 1 if failed_infra else 0

@@ -196,3 +196,30 @@ def ladder_chart(rows: list[dict], gpu: str = ""):
     ax.set_title(f"GEMM ladder vs cuBLAS FP32 (dashed){', ' + gpu if gpu else ''}")
     ax.legend(title="M x N x K")
     return _done(fig)
+
+
+def class_results(rows: list[dict], exercise: str = ""):
+    """A batch at a glance: how many submissions ended how (left), and the speed-ups of the correct
+    ones against the threshold (right; only on a GPU). Rows as `grader batch` writes them."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    names = sorted(counts, key=lambda k: (k != "passed", -counts[k], k))
+    speedups = [float(r["speedup"]) for r in rows if r.get("speedup") not in (None, "")]
+    thresholds = {float(r["threshold"]) for r in rows if r.get("threshold") not in (None, "")}
+    fig, axes = plt.subplots(1, 2 if speedups else 1, figsize=(11 if speedups else 6, 3.8), squeeze=False)
+    ax = axes[0][0]
+    ax.barh(names[::-1], [counts[k] for k in names[::-1]],
+            color=["#2ca02c" if k == "passed" else "#7f7f7f" for k in names[::-1]])
+    ax.set_xlabel("submissions")
+    ax.set_title(f"{exercise}: {len(rows)} submissions")
+    if speedups:
+        ax = axes[0][1]
+        ax.hist(speedups, bins=min(20, max(5, len(speedups))), color=COLORS[0])
+        for t in thresholds:
+            ax.axvline(t, color=COLORS[3], ls="--", label=f"threshold {t:g}x")
+        ax.set_xlabel("speed-up over the baseline")
+        ax.set_ylabel("correct submissions")
+        if thresholds:
+            ax.legend()
+    return _done(fig)

@@ -83,6 +83,12 @@ def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
     assert book["forbidden_cublas"]["message"].startswith("forbidden:")
     assert "no kernel cell" in book["gina"]["message"] and "# kernel: naive" in book["gina"]["message"]
     assert "no .cu file or notebook" in book["empty_folder"]["message"]
+    outcomes = {k: r["outcome"] for k, r in book.items()}
+    assert outcomes["wrong_index"] == "wrong results" and outcomes["hang"] == "hang"
+    assert outcomes["oob_write"] == "crash or out of bounds" and outcomes["forbidden_cublas"] == "forbidden"
+    assert outcomes["binary"] == outcomes["gina"] == outcomes["empty_folder"] == "nothing to grade"
+    if BACKEND == "cpu":
+        assert outcomes["good_naive"] == outcomes["frank"] == "passed"
     js = json.loads(out.with_suffix(".json").read_text())
     assert js["exercise"] == "naive" and len(js["grades"]) == len(book)
 
@@ -106,8 +112,10 @@ def test_batch_cli_exit_codes(tmp_path, capsys):
     d.mkdir()
     shutil.copy(SUBS / "forbidden_torch.cu", d / "forbidden_torch.cu")
     assert cli.main(["batch", "naive", str(d), "--out", str(tmp_path / "g.csv"), "--backend", BACKEND,
-                     "--quiet"]) == 0
-    assert "1 submissions, 0 passed, 1 failed" in capsys.readouterr().out
+                     "--quiet", "--plot", str(tmp_path / "class.png")]) == 0
+    out = capsys.readouterr().out
+    assert "1 submissions, 0 passed, 1 failed" in out and "outcomes: forbidden 1" in out
+    assert (tmp_path / "class.png").stat().st_size > 1000
 
 
 def test_batch_survives_an_internal_error(folder, tmp_path, monkeypatch):
