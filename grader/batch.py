@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -429,11 +430,9 @@ def main(args) -> int:
           + (f", {failed_infra} could not be graded" if failed_infra else "")
           + f"; gradebook {args.out} (+ {Path(args.out).with_suffix('.json').name}) "
           f"in {time.perf_counter() - t0:.1f} s")
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     if rows:
-        print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+        counts = Counter(r["outcome"] for r in rows)
+        print("outcomes: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     if getattr(args, "plot", None) and rows:
         from . import plots
         plots.class_results(rows, args.exercise).savefig(args.plot, dpi=90)

@@ -374,10 +374,10 @@ def main(argv: list[str]) -> int:
         print("bench needs a CUDA GPU (torch sees none).", file=sys.stderr)
         return 2
     from .errors import CannotGrade
+    opts = {"flush": args.flush, "warmup_ms": args.warmup_ms}
     try:
         shapes = [(s, s, s) for s in args.sizes] + list(args.shapes)
         rows: list[dict] = []
-        opts = {"flush": args.flush, "warmup_ms": args.warmup_ms}
         if "gemm" in args.only:
             rows += bench_gemm(shapes, log=lambda m: print(m, file=sys.stderr), timing=opts)
         if "relu" in args.only:
@@ -388,7 +388,7 @@ def main(argv: list[str]) -> int:
     except CannotGrade as e:
         print(f"bench: {e}", file=sys.stderr)
         return 2
-    info = gpu_info() | {"timing": {"flush": args.flush, "warmup_ms": args.warmup_ms}}
+    info = gpu_info() | {"timing": opts}
     if args.save:
         Path(args.save).write_text(json.dumps({"info": info, "rows": rows}, indent=1))
     if args.readme:

@@ -76,9 +76,9 @@ def _fmt(x: float) -> str:
 
 # ---------------------------------------------------------------------------- inputs
 def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """Fresh zero-mean float32 inputs; A and B differ, so nothing is symmetric."""
+    """Fresh zero-mean float32 inputs, on the generator's device; A and B differ, so nothing is symmetric."""
     def randn(*s):
-        return torch.randn(*s, generator=gen, dtype=torch.float64).float()
+        return torch.randn(*s, generator=gen, dtype=torch.float64, device=gen.device).float()
 
     if exercise == "relu_mask":
         m, n = shape

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -201,9 +202,7 @@ def ladder_chart(rows: list[dict], gpu: str = ""):
 def class_results(rows: list[dict], exercise: str = ""):
     """A batch at a glance: how many submissions ended how (left), and the speed-ups of the correct
     ones against the threshold (right; only on a GPU). Rows as `grader batch` writes them."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    counts = Counter(r["outcome"] for r in rows)
     names = sorted(counts, key=lambda k: (k != "passed", -counts[k], k))
     speedups = [float(r["speedup"]) for r in rows if r.get("speedup") not in (None, "")]
     thresholds = {float(r["threshold"]) for r in rows if r.get("threshold") not in (None, "")}

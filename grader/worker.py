@@ -23,7 +23,7 @@ import torch
 
 from . import checks, contract, protocol
 from .binding import KernelModule
-from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK
+from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK, random_inputs
 from .errors import GraderError, KernelError
 from .toolchain import Build
 
@@ -36,12 +36,16 @@ def _load(path: str, exercise: str, backend: str) -> KernelModule:
 GUARD = 1024  # elements of poison before and after each buffer a test call gets
 
 
+def _poison_word(dtype: torch.dtype, is_input: bool = False) -> int:
+    """The int32 bit pattern of an unwritten output (or of an input's guard zone). Inputs' guards
+    differ from outputs' poison, so a value computed from an out-of-bounds read (a NaN keeps its
+    payload) cannot pass for the untouched guard of an output."""
+    return INPUT_GUARD_BITS[dtype] if is_input else (POISON_BITS if dtype == torch.float32 else POISON_MASK)
+
+
 def _guard_word(dtype: torch.dtype, device, is_input: bool = False) -> torch.Tensor:
-    """The int32 bit pattern a guard zone holds. Inputs' guards differ from outputs' poison, so
-    a value computed from an out-of-bounds read (a NaN keeps its payload) cannot pass for the
-    untouched guard of an output."""
-    word = INPUT_GUARD_BITS[dtype] if is_input else (POISON_BITS if dtype == torch.float32 else POISON_MASK)
-    return torch.tensor([word], dtype=torch.int32, device=device)
+    """_poison_word as a one-element int32 tensor on `device`."""
+    return torch.tensor([_poison_word(dtype, is_input)], dtype=torch.int32, device=device)
 
 
 def _guarded(shape: list[int], dtype: torch.dtype, device, content: torch.Tensor | None = None
@@ -132,8 +136,7 @@ class FreshRounds:
     def __init__(self, exercise: str, shape, ins: dict[str, torch.Tensor], outs: dict[str, torch.Tensor],
                  seed: int, n_rows: int = 4):
         self.exercise, self.shape, self.ins, self.outs = exercise, tuple(shape), ins, outs
-        device = next(iter(ins.values())).device
-        self.gen = torch.Generator(device=device).manual_seed(seed)
+        self.gen = torch.Generator(device=next(iter(ins.values())).device).manual_seed(seed)
         self.pick = np.random.default_rng(seed)
         self.n_rows = n_rows
         self.rounds = 0
@@ -142,11 +145,11 @@ class FreshRounds:
         self.refresh()
 
     def refresh(self) -> None:
-        """New inputs (zero-mean normal, as random_inputs), poisoned outputs, a copy to compare."""
-        for t in self.ins.values():
-            t.normal_(generator=self.gen)
-        for name, t in self.outs.items():
-            t.view(torch.int32).fill_(POISON_MASK if contract.is_mask(name) else POISON_BITS)
+        """New inputs (in place: the kernel keeps its pointers), poisoned outputs, a copy to compare."""
+        for name, t in random_inputs(self.exercise, self.shape, self.gen).items():
+            self.ins[name].copy_(t)
+        for t in self.outs.values():
+            t.view(torch.int32).fill_(_poison_word(t.dtype))
         self.copies = {k: v.clone() for k, v in self.ins.items()}
 
     def check(self) -> bool:
@@ -167,13 +170,6 @@ class FreshRounds:
                                 + mm.describe(case.shape))
                 return True
         return False
-
-
-def _input_names(exercise: str) -> list[str]:
-    """The exercise's inputs: what its launchers read and none of them writes (not relu_backward's mask)."""
-    launchers = contract.LAUNCHERS[exercise]
-    produced = {n for l in launchers for n in contract.outputs(l)}
-    return list(dict.fromkeys(n for l in launchers for n in contract.inputs(l) if n not in produced))
 
 
 def _to_cpu(case: checks.Case) -> checks.Case:
@@ -208,7 +204,7 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
     shape = tuple(req["shape"])
     dims = _dims(mod.exercise, shape)
     dev = mod.device  # cuda; the CPU backend only in the grader's own tests (fake events)
-    ins = {k: torch.empty([dims[d] for d in contract.SHAPES[k]], device=dev) for k in _input_names(mod.exercise)}
+    ins = random_inputs(mod.exercise, shape, torch.Generator(device=dev).manual_seed(req["seed"]))
     calls, outputs = {}, {}
     for label, m in (("kernel", mod), ("baseline", baseline)):
         if m is None:

@@ -6,11 +6,12 @@ from pathlib import Path
 import torch
 
 from grader import contract, timing, worker
+from grader.checks import random_inputs
 
 
 def _setup(exercise, shape, seed=7):
     dims = worker._dims(exercise, shape)
-    ins = {k: torch.empty([dims[d] for d in contract.SHAPES[k]]) for k in worker._input_names(exercise)}
+    ins = random_inputs(exercise, shape, torch.Generator().manual_seed(seed))
     outs = {}
     for launcher in contract.LAUNCHERS[exercise]:
         for name in contract.outputs(launcher):
