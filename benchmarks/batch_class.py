@@ -39,7 +39,7 @@ def main() -> int:
     p.add_argument("n", type=int, nargs="?", default=50)
     p.add_argument("--jobs", type=int, default=0)
     p.add_argument("--exercise", default="tiled")
-    p.add_argument("--per-gpu", type=int, default=1)
+    p.add_argument("--per-gpu", type=int, default=2)
     args = p.parse_args()
     out = Path(os.environ.get("OUT", "/tmp/out"))
     out.mkdir(parents=True, exist_ok=True)

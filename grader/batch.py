@@ -24,8 +24,9 @@ wins, else one whose name contains the exercise, else the only one.
 Two phases: every submission is compiled first, `--jobs` at a time (nvcc or g++ use
 the CPUs); then each is run and checked in its own child process: on a GPU one at a
 time per GPU (timing must not share the chip), on the CPU backend `--jobs` at a time.
-With `--per-gpu K` (K > 1), K children per GPU start at once and queue on a lock file
-for the GPU itself: starts and checks overlap, kernels and timings never do.
+With `per_gpu` K (default 2), K children per GPU start at once and queue on a lock file
+for the GPU itself: starts and checks overlap, kernels and timings never do (K=1: strictly one
+child per GPU).
 The gradebook (CSV, and JSON beside it) is rewritten after every submission, so an
 interrupted batch loses nothing; a rerun regrades only submissions whose source,
 exercise, backend, thresholds or grader changed. One broken submission never stops
@@ -300,7 +301,7 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
 
 def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
               timeout: float | None = None, compile_timeout: float | None = None, gpus: int | None = None,
-              regrade: bool = False, progress: bool = True, per_gpu: int = 1) -> list[dict]:
+              regrade: bool = False, progress: bool = True, per_gpu: int = 2) -> list[dict]:
     """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it)."""
     from . import binding, exercises, forbidden, grade, sandbox, toolchain
 
@@ -422,7 +423,7 @@ def main(args) -> int:
                      thresholds=args.thresholds, timeout=getattr(args, "timeout", None),
                      compile_timeout=getattr(args, "compile_timeout", None), gpus=getattr(args, "gpus", None),
                      regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False),
-                     per_gpu=getattr(args, "per_gpu", 1))
+                     per_gpu=getattr(args, "per_gpu", 2))
     n = len(rows)
     passed = sum(1 for r in rows if str(r["passed"]) in ("True", "true", "1"))
     failed_infra = sum(1 for r in rows if str(r["message"]).startswith("could not grade"))

@@ -74,9 +74,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
     b.add_argument("--gpus", type=int, help="GPUs to use, one submission at a time each (default: all)")
     b.add_argument("--plot", metavar="FILE.png", help="also save a chart of the outcomes and speed-ups")
-    b.add_argument("--per-gpu", type=int, default=1, metavar="K",
+    b.add_argument("--per-gpu", type=int, default=2, metavar="K",
                    help="submissions started at once per GPU; they queue for the GPU itself, so starts "
-                        "and checks overlap while kernels and timings never share it (default 1)")
+                        "and checks overlap while kernels and timings never share it (default 2)")
     b.add_argument("--regrade", action="store_true", help="ignore the existing gradebook: grade everything")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(fn=_batch)
