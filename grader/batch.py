@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import CannotGrade, GraderError
+from .errors import CannotGrade, GraderError, SubmissionError
 
 # nbgrader's CSV export has assignment, student_id, timestamp, raw_score, score, max_score:
 # ours uses the same names for the same things.
@@ -77,21 +77,20 @@ class Submission:
 PY_MARKER = re.compile(r"^#\s*kernel:\s*(\w+)\s*$")
 
 
-def notebook_kernel(nb_text: str, exercise: str) -> str | None:
-    """The kernel file in a notebook: its last kernel cell for `exercise`, either
-    `# kernel: EXERCISE` + `SOURCE = r"..."` (the course's notebooks; parsed, never run), or
-    `// grader: EXERCISE` + CUDA source (after an optional `%%writefile` line)."""
+def notebook_kernels(nb: dict) -> dict[str, str]:
+    """{exercise: kernel file} of a notebook (its JSON as a dict): for each exercise, its last
+    kernel cell, either `# kernel: EXERCISE` + `SOURCE = r"..."` (the course's notebooks; parsed,
+    never run), or `// grader: EXERCISE` + CUDA source (after an optional `%%writefile` line)."""
     import ast
 
-    nb = json.loads(nb_text)
-    found = None
+    found = {}
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
         src = "".join(src) if isinstance(src, list) else str(src)
         lines = src.splitlines()
-        if lines and (m := PY_MARKER.match(lines[0].strip())) and m.group(1) == exercise:
+        if lines and (m := PY_MARKER.match(lines[0].strip())):
             try:
                 body = ast.parse("\n".join(lines[1:])).body
             except SyntaxError:
@@ -99,27 +98,40 @@ def notebook_kernel(nb_text: str, exercise: str) -> str | None:
             for node in body:
                 if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCE" for t in node.targets)
                         and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-                    found = node.value.value
+                    found[m.group(1)] = node.value.value
             continue
         if lines and lines[0].lstrip().startswith("%%"):
             lines = lines[1:]
-        if lines and (m := MARKER.match(lines[0])) and m.group(1) == exercise:
-            found = "\n".join(lines) + "\n"
+        if lines and (m := MARKER.match(lines[0])):
+            found[m.group(1)] = "\n".join(lines) + "\n"
     return found
+
+
+def notebook_kernel(nb_text: str, exercise: str) -> str | None:
+    """The kernel file for `exercise` in a notebook's JSON text (see notebook_kernels)."""
+    return notebook_kernels(json.loads(nb_text)).get(exercise)
+
+
+def notebook_source(path: Path, exercise: str) -> str:
+    """The kernel file in notebook `path` for `exercise`; SubmissionError says why there is none."""
+    try:
+        src = notebook_kernel(path.read_text(encoding="utf-8"), exercise)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
+    if src is None:
+        raise SubmissionError(f"{path.name} has no kernel cell for {exercise}: a code cell whose first line is "
+                              f"`# kernel: {exercise}` and that sets SOURCE to the kernel file (or a CUDA cell "
+                              f"starting `// grader: {exercise}`)")
+    return src
 
 
 def _read(path: Path, exercise: str) -> Submission:
     sid = path.stem
     if path.suffix == ".ipynb":
         try:
-            src = notebook_kernel(path.read_text(encoding="utf-8"), exercise)
-        except (ValueError, UnicodeDecodeError) as e:
-            return Submission(sid, path, None, f"{path.name} is not a readable notebook ({e})")
-        if src is None:
-            return Submission(sid, path, None, f"{path.name} has no kernel cell for {exercise}: a code cell whose "
-                                               f"first line is `# kernel: {exercise}` and that sets SOURCE to the "
-                                               f"kernel file (or a CUDA cell starting `// grader: {exercise}`)")
-        return Submission(sid, path, src)
+            return Submission(sid, path, notebook_source(path, exercise))
+        except SubmissionError as e:
+            return Submission(sid, path, None, str(e))
     data = path.read_bytes()
     try:
         return Submission(sid, path, data.decode("utf-8"))

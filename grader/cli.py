@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="grade one kernel file")
     c.add_argument("exercise")
-    c.add_argument("file")
+    c.add_argument("file", help="a .cu file, or a notebook whose `# kernel: EXERCISE` cell is graded")
     c.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--thresholds", metavar="FILE.json", help="override speed thresholds")

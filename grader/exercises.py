@@ -5,11 +5,12 @@ reference kernel in kernels/ that solves it, the shapes its correctness check
 uses, and its speed threshold: the speed-up over a baseline kernel that a
 submission must reach on a GPU, timed in the same process the same way.
 
-Thresholds are calibrated at 80 % of the speed-up the reference kernel reaches over
-the same baseline on an H200 (REFERENCE_SPEEDUP_H200, from kernels/results/h200.json
-and kernels/README.md: medians of CUDA-event timings, L2 flushed, round-robin). Other GPUs may need others:
-override them with a JSON file (`--thresholds FILE`, or $GRADER_THRESHOLDS)
-mapping exercise name to a number.
+Thresholds are calibrated at 80 % of the slower of the two solutions the course ships for
+an exercise, its reference kernel in kernels/ and the kernel of its solution notebook, as
+graded by this grader on an H200 (SHIPPED_SPEEDUP_H200, measured with
+benchmarks/calibrate.py), so that both pass with margin. Other GPUs may need others:
+run benchmarks/calibrate.py there, or override them with a JSON file (`--thresholds FILE`,
+or $GRADER_THRESHOLDS) mapping exercise name to a number.
 """
 from __future__ import annotations
 
@@ -30,19 +31,24 @@ RELU_SHAPES = ((1, 1), (3, 31), (17, 33), (64, 96), (127, 1000), (1000, 1031))
 RELU_SHAPES_SMALL = RELU_SHAPES[:5]
 
 
-# Speed-up of each exercise's reference over its baseline on the H200 at the exercise's bench
-# shape (kernels/results/h200.json, 2026-11-30): naive 01 vs 01a at 2048^3 (17.832 / 3.176 ms);
-# tiled 02 vs 01 at 4096^3 (25.415 / 15.777); conflict_free 03 vs its bank-conflict twin
-# (80.122 / 15.836); register_blocked 04 vs 02 (15.777 / 4.229); relu_mask 06 pair vs torch's
-# relu + threshold_backward at 8192^2 (0.3243 / 0.2876); gemm_relu 07 vs 05 + torch's bias,
-# ReLU and mask passes at 4096^3 (1.03, measured by this grader on the H200, 2026-11-30).
-REFERENCE_SPEEDUP_H200 = {"naive": 5.615, "tiled": 1.611, "conflict_free": 5.060, "register_blocked": 3.731,
-                          "relu_mask": 1.128, "gemm_relu": 1.03}
+# Speed-up over the exercise's baseline of each solution the course ships, on the H200: medians of
+# three grades each by `python benchmarks/calibrate.py` (2026-11-30; log in
+# kernels/results/h200_calibration.txt). The notebooks' relu_mask and gemm_relu solutions are the
+# teaching versions (one ballot per word; the epilogue on notebook 05's register-blocked GEMM);
+# kernels/06 and 07 go further (float4 path; 05's warp-tiled GEMM), so the notebooks set the bar.
+SHIPPED_SPEEDUP_H200 = {
+    "naive": {"01_naive.cu": 5.572, "02_first_kernel.ipynb": 5.578},
+    "tiled": {"02_tiled.cu": 1.606, "03_tiling.ipynb": 1.606},
+    "conflict_free": {"03_conflict_free.cu": 5.030, "04_bank_conflicts.ipynb": 5.030},
+    "register_blocked": {"04_register_blocked.cu": 3.816, "05_register_blocking.ipynb": 3.846},
+    "relu_mask": {"06_relu_mask.cu": 1.046, "06_relu_mask.ipynb": 0.948},
+    "gemm_relu": {"07_gemm_relu.cu": 1.006, "07_fused_epilogue.ipynb": 0.773},
+}
 CALIBRATION = 0.8
 
 
 def _threshold(name: str) -> float:
-    return round(CALIBRATION * REFERENCE_SPEEDUP_H200[name], 2)
+    return round(CALIBRATION * min(SHIPPED_SPEEDUP_H200[name].values()), 2)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ graded on (`SOURCE = r'''...'''`); tools can extract it with `kernel_cells()`.
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import re
 import sys
@@ -27,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BEGIN = re.compile(r"^(\s*)(//|#)\s*BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*(//|#)\s*END SOLUTION\s*$")
 BUDGET = re.compile(r"FILL ME IN \(roughly \d+ lines?\)")
-KERNEL_MARK = re.compile(r"^#\s*kernel:\s*(\w+)\s*$")
 
 
 def strip_solutions(code: str) -> str:
@@ -65,17 +63,9 @@ def exercise_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def kernel_cells(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """{exercise: kernel source} for the cells marked `# kernel: EXERCISE` (SOURCE = r'''...''')."""
-    found = {}
-    for cell in nb.cells:
-        lines = cell.source.split("\n") if cell.cell_type == "code" else []
-        m = KERNEL_MARK.match(lines[0]) if lines else None
-        if m:
-            for node in ast.parse("\n".join(lines[1:])).body:  # parsed, never executed
-                if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCE" for t in node.targets)
-                        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-                    found[m.group(1)] = node.value.value
-    return found
+    """{exercise: kernel source} of the notebook's kernel cells (the grader's own parser)."""
+    from .batch import notebook_kernels
+    return notebook_kernels(nb)
 
 
 def render(nb: nbformat.NotebookNode) -> str:

@@ -44,3 +44,18 @@ def test_passed_is_0(capsys):
     assert out.startswith("PASSED" if rc == 0 else "FAILED")
     if BACKEND == "cpu":
         assert rc == 0
+
+
+def test_a_notebook_is_graded_by_its_kernel_cell(capsys, tmp_path):
+    """`check EXERCISE nb.ipynb` grades the `# kernel: EXERCISE` cell; no such cell is a failed
+    submission (1), no such notebook cannot be graded (2)."""
+    nb = tmp_path / "alice.ipynb"
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": "# kernel: naive\nSOURCE = r'''\n" + (SUBS / "good_naive.cu").read_text() + "'''\n"}
+    nb.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    rc, out, _ = _check(capsys, "naive", str(nb), "--json", "--backend", BACKEND)
+    d = json.loads(out)
+    assert rc == 0 and d["passed"] and d["correct"], d["message"]
+    rc, out, _ = _check(capsys, "tiled", str(nb), "--json", "--backend", BACKEND)
+    assert rc == 1 and "no kernel cell for tiled" in json.loads(out)["message"]
+    assert _check(capsys, "naive", str(tmp_path / "missing.ipynb"))[0] == 2

@@ -91,3 +91,17 @@ def test_strip_solutions():
         "  # FILL ME IN (roughly 1 line)"
     with pytest.raises(ValueError):
         notebooks.strip_solutions("// BEGIN SOLUTION\nx")
+
+
+KERNEL_CELLS = [(p, name) for p in SOLUTIONS for name in notebooks.kernel_cells(read(p))]
+
+
+@pytest.mark.parametrize("path,exercise", KERNEL_CELLS, ids=[f"{p.stem}-{e}" for p, e in KERNEL_CELLS])
+def test_solution_kernel_passes_and_exercise_kernel_fails(path, exercise):
+    """A learner who fills in the notebook as its solution does passes the grader (on a GPU: its
+    speed threshold too); the untouched exercise copy fails. Graded straight from the notebooks."""
+    from grader import grade
+    solved = grade.grade(exercise, path)
+    assert solved.passed, f"{path.name}: {solved.message}"
+    blank = grade.grade(exercise, ROOT / "notebooks" / path.name, time_it=False)
+    assert blank.compiled and not blank.passed, f"notebooks/{path.name}: {blank.message}"
