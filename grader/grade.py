@@ -333,5 +333,7 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
         return
     res.passed = res.speedup is None or res.speedup >= ex.threshold
     verdict = "passed" if res.passed else "too slow"
+    if not res.passed:
+        res.hint = ex.slow_hint
     res.message = (f"correct; {verdict}: {res.speedup:.2f}x the baseline {ex.baseline} "
                    f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else ""))
