@@ -77,24 +77,31 @@ class Submission:
 PY_MARKER = re.compile(r"^#\s*kernel:\s*(\w+)\s*$")
 
 
-def notebook_kernels(nb: dict) -> dict[str, str]:
-    """{exercise: kernel file} of a notebook (its JSON as a dict): for each exercise, its last
-    kernel cell, either `# kernel: EXERCISE` + `SOURCE = r"..."` (the course's notebooks; parsed,
-    never run), or `// grader: EXERCISE` + CUDA source (after an optional `%%writefile` line)."""
+def _kernel_cells(nb) -> dict[str, str | SubmissionError]:
+    """{exercise: kernel file, or why its last kernel cell cannot be read}. Raises ValueError when
+    `nb` is not a notebook's JSON (a dict with a list of cells)."""
     import ast
 
-    found = {}
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+        raise ValueError("not a Jupyter notebook (no list of cells)")
+    found: dict[str, str | SubmissionError] = {}
     for cell in nb.get("cells", []):
-        if cell.get("cell_type") != "code":
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
-        src = "".join(src) if isinstance(src, list) else str(src)
+        src = "".join(map(str, src)) if isinstance(src, list) else str(src)
         lines = src.splitlines()
         if lines and (m := PY_MARKER.match(lines[0].strip())):
             try:
                 body = ast.parse("\n".join(lines[1:])).body
-            except SyntaxError:
+            except SyntaxError as e:
+                found[m.group(1)] = SubmissionError(
+                    f"its `# kernel: {m.group(1)}` cell is not valid Python (line {(e.lineno or 0) + 1}: {e.msg}); "
+                    "the cell must set SOURCE = r\'\'\'...\'\'\' to the kernel file")
                 continue
+            found[m.group(1)] = SubmissionError(
+                f"its `# kernel: {m.group(1)}` cell does not set SOURCE to one string literal "
+                "(SOURCE = r\'\'\'...\'\'\'; it is read, never run)")
             for node in body:
                 if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCE" for t in node.targets)
                         and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
@@ -107,6 +114,13 @@ def notebook_kernels(nb: dict) -> dict[str, str]:
     return found
 
 
+def notebook_kernels(nb) -> dict[str, str]:
+    """{exercise: kernel file} of a notebook (its JSON as a dict): for each exercise, its last
+    kernel cell, either `# kernel: EXERCISE` + `SOURCE = r"..."` (the course's notebooks; parsed,
+    never run), or `// grader: EXERCISE` + CUDA source (after an optional `%%writefile` line)."""
+    return {k: v for k, v in _kernel_cells(nb).items() if isinstance(v, str)}
+
+
 def notebook_kernel(nb_text: str, exercise: str) -> str | None:
     """The kernel file for `exercise` in a notebook's JSON text (see notebook_kernels)."""
     return notebook_kernels(json.loads(nb_text)).get(exercise)
@@ -115,24 +129,29 @@ def notebook_kernel(nb_text: str, exercise: str) -> str | None:
 def notebook_source(path: Path, exercise: str) -> str:
     """The kernel file in notebook `path` for `exercise`; SubmissionError says why there is none."""
     try:
-        src = notebook_kernel(path.read_text(encoding="utf-8"), exercise)
-    except (ValueError, UnicodeDecodeError) as e:
+        cell = _kernel_cells(json.loads(path.read_text(encoding="utf-8"))).get(exercise)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
-    if src is None:
+    if cell is None:
         raise SubmissionError(f"{path.name} has no kernel cell for {exercise}: a code cell whose first line is "
                               f"`# kernel: {exercise}` and that sets SOURCE to the kernel file (or a CUDA cell "
                               f"starting `// grader: {exercise}`)")
-    return src
+    if isinstance(cell, SubmissionError):
+        raise SubmissionError(f"{path.name}: {cell}")
+    return cell
 
 
 def _read(path: Path, exercise: str) -> Submission:
     sid = path.stem
-    if path.suffix == ".ipynb":
+    if path.suffix.lower() == ".ipynb":
         try:
             return Submission(sid, path, notebook_source(path, exercise))
         except SubmissionError as e:
             return Submission(sid, path, None, str(e))
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        return Submission(sid, path, None, f"{path.name} cannot be read ({e.strerror})")
     try:
         return Submission(sid, path, data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -145,13 +164,13 @@ def _pick(files: list[Path], exercise: str) -> Path | None:
             text = p.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return False
-        if p.suffix == ".ipynb":
+        if p.suffix.lower() == ".ipynb":
             try:
-                return notebook_kernel(text, exercise) is not None
-            except ValueError:
+                return exercise in _kernel_cells(json.loads(text))
+            except (ValueError, RecursionError):
                 return False
         return any((m := MARKER.match(line)) and m.group(1) == exercise for line in text.splitlines()[:20])
-    for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix == ".cu"):
+    for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix.lower() == ".cu"):
         hits = [p for p in files if rule(p)]
         if len(hits) == 1 or (hits and rule is marked):
             return sorted(hits)[-1]
@@ -164,22 +183,35 @@ def discover(root: Path, exercise: str) -> list[Submission]:
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
-        if entry.is_file() and entry.suffix in SOURCE_SUFFIXES:
-            subs.append(_read(entry, exercise))
-        elif entry.is_dir():
-            files = sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES
-                           and not any(part.startswith(".") for part in p.relative_to(entry).parts))
-            chosen = _pick(files, exercise) if files else None
-            if chosen is None:
-                why = "no .cu file or notebook" if not files else \
-                    f"several candidate files ({', '.join(p.name for p in files[:5])}) and none marked " \
-                    f"`// grader: {exercise}`"
-                subs.append(Submission(entry.name, None, None, f"{entry.name}/: {why}"))
-            else:
-                sub = _read(chosen, exercise)
-                sub.student_id = entry.name
-                subs.append(sub)
+        try:
+            _discover_entry(entry, exercise, subs)
+        except Exception as e:  # noqa: BLE001 — one unreadable entry never stops the batch
+            subs.append(Submission(entry.stem, None, None, f"{entry.name} cannot be read ({type(e).__name__}: {e})"))
+    # alice.cu and alice.ipynb are two submissions: name them by file so neither row is lost
+    stems = Counter(s.student_id for s in subs)
+    for s in subs:
+        if stems[s.student_id] > 1 and s.path is not None and s.path.parent == root:
+            s.student_id = s.path.name
     return subs
+
+
+def _discover_entry(entry: Path, exercise: str, subs: list[Submission]) -> None:
+    """Append the submission in `entry` (a file, or a student folder) to subs, if it holds one."""
+    if entry.is_file() and entry.suffix.lower() in SOURCE_SUFFIXES:
+        subs.append(_read(entry, exercise))
+    elif entry.is_dir():
+        files = sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix.lower() in SOURCE_SUFFIXES
+                       and not any(part.startswith(".") for part in p.relative_to(entry).parts))
+        chosen = _pick(files, exercise) if files else None
+        if chosen is None:
+            why = "no .cu file or notebook" if not files else \
+                f"several candidate files ({', '.join(p.name for p in files[:5])}) and none marked " \
+                f"`// grader: {exercise}`"
+            subs.append(Submission(entry.name, None, None, f"{entry.name}/: {why}"))
+        else:
+            sub = _read(chosen, exercise)
+            sub.student_id = entry.name
+            subs.append(sub)
 
 
 # ---------------------------------------------------------------------------- gradebook
@@ -236,7 +268,8 @@ _OUTCOMES = [
     (("could not grade",), "could not grade"),
     (("forbidden:",), "forbidden"),
     (("does not compile",), "does not compile"),
-    (("is empty", "not a UTF-8", "no kernel cell", "no .cu file"), "nothing to grade"),
+    (("is empty", "not a UTF-8", "no kernel cell", "no .cu file", "several candidate files", "not a readable notebook",
+      "cannot be read", "cell is not valid Python", "does not set SOURCE"), "nothing to grade"),
     (("launcher `",), "missing launcher"),
     (("did not finish", "time limit"), "hang"),
     (("illegal memory access", "crashed", "wrote past", "wrote before", "CUDA error", "AddressSanitizer"),
@@ -392,17 +425,13 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
                 row = _row(sub, exercise, backend, key, version, message=sub.problem)
             else:
                 src = sub.source
-                if isinstance(src, bytes):
-                    row = _row(sub, exercise, backend, key, version,
-                               message=f"{sub.path.name}: not a UTF-8 text file; submit the .cu source, not a binary.")
-                else:
-                    if sub.path and sub.path.suffix == ".cu":
-                        src = sub.path  # the file itself: its name in diagnostics
-                    r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
-                                    compile_timeout=compile_timeout, gpu=gpu if n_gpus > 1 else None,
-                                    gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
-                                    lock_wait=lock_wait)
-                    row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
+                if sub.path and (isinstance(src, bytes) or sub.path.suffix.lower() == ".cu"):
+                    src = sub.path  # the file itself: its name in diagnostics, and one message for binaries
+                r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
+                                compile_timeout=compile_timeout, gpu=gpu if n_gpus > 1 else None,
+                                gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
+                                lock_wait=lock_wait)
+                row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
         except GraderError as e:
             row = _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")
         except Exception as e:  # noqa: BLE001 — one broken submission never stops the batch

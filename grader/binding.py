@@ -40,23 +40,25 @@ def resolve_backend(backend: str = "auto") -> str:
 
 
 def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
-    """(source text, file name for diagnostics). Accepts a path or the source itself."""
-    looks_like_path = isinstance(source_or_path, os.PathLike) or (
-        "\n" not in str(source_or_path) and str(source_or_path).endswith((".cu", ".cuh", ".cpp")))
-    if not looks_like_path:
-        return str(source_or_path), "cell.cu"
+    """(source text, file name for diagnostics). Accepts a path (a PathLike, or a str of one line)
+    or the source itself (a str of several lines: a kernel file has more than one)."""
+    if not isinstance(source_or_path, os.PathLike) and "\n" in str(source_or_path):
+        return str(source_or_path).lstrip("\ufeff"), "cell.cu"
     path = Path(source_or_path)
+    if path.is_dir():
+        raise CannotGrade(f"{path} is a folder: give one kernel file (or use `batch` for a folder)")
     if not path.is_file():
         raise CannotGrade(f"{path}: no such file")
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SubmissionError(f"{path.name}: not a UTF-8 text file (byte {e.start} is 0x{data[e.start]:02x}); "
-                              "submit the .cu source, not a binary.") from None
+        line = data[:e.start].count(b"\n") + 1
+        raise SubmissionError(f"{path.name}: not a UTF-8 text file (byte 0x{data[e.start]:02x} on line {line}): save "
+                              "it as UTF-8, or if it is a compiled binary, submit the .cu source instead.") from None
     if "\0" in text:
         raise SubmissionError(f"{path.name}: contains NUL bytes; submit the .cu source, not a binary.")
-    return text, path.name
+    return text.lstrip("\ufeff"), path.name
 
 
 def load(source_or_path, exercise: str, *, backend: str = "auto", sanitize: bool = False,

@@ -62,7 +62,7 @@ class Result:
 
 def _read_submission(source_or_path, exercise: str) -> tuple[str, str]:
     """(source, file name): a .cu path or text, or a notebook whose kernel cell is graded."""
-    if isinstance(source_or_path, (str, os.PathLike)) and str(source_or_path).endswith(".ipynb") \
+    if isinstance(source_or_path, (str, os.PathLike)) and str(source_or_path).lower().endswith(".ipynb") \
             and "\n" not in str(source_or_path):
         path = Path(source_or_path)
         if not path.is_file():

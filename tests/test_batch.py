@@ -130,3 +130,34 @@ def test_batch_survives_an_internal_error(folder, tmp_path, monkeypatch):
     assert len(broken) >= 6  # every submission with a source; the rest have their own message
     assert batch.main(Namespace(exercise="naive", dir=str(folder), out=str(tmp_path / "g.csv"), jobs=2,
                                 backend=BACKEND, thresholds=None, quiet=True)) == 1
+
+
+def test_unreadable_entries_become_rows_not_crashes(tmp_path):
+    """Broken notebooks, a kernel cell with a Python syntax error, an ambiguous student folder,
+    an upper-case suffix and two files of one student each get a row that says why; the good
+    submission is still graded."""
+    from grader import batch
+
+    d = tmp_path / "subs"
+    d.mkdir()
+    good = (SUBS / "good_naive.cu").read_text()
+    (d / "alice.cu").write_text(good)
+    (d / "alice.ipynb").write_text(_notebook(["# kernel: naive\nSOURCE = r'''" + good + "'''"]))
+    for name, text in (("nb_null", "null"), ("nb_list", "[]"), ("nb_cells_str", '{"cells": ["x"]}'),
+                       ("nb_bad_json", "{"), ("nb_source_ints", '{"cells": [{"cell_type": "code", "source": [1, 2]}]}')):
+        (d / f"{name}.ipynb").write_text(text)
+    (d / "syntax.ipynb").write_text(_notebook(["# kernel: naive\nSOURCE = r'''" + good + "''' +"]))
+    (d / "carol").mkdir()
+    (d / "carol" / "a.cu").write_text(good)
+    (d / "carol" / "b.cu").write_text(good)
+    (d / "UPPER.CU").write_text(good)
+    rows = batch.run_batch("naive", d, tmp_path / "g.csv", jobs=2, backend="cpu", progress=False)
+    book = {r["student_id"]: r for r in rows}
+    assert set(book) == {"alice.cu", "alice.ipynb", "nb_null", "nb_list", "nb_cells_str", "nb_bad_json",
+                         "nb_source_ints", "syntax", "carol", "UPPER"}
+    for sid in ("alice.cu", "alice.ipynb", "UPPER"):
+        assert book[sid]["correct"], (sid, book[sid]["message"])
+    for sid in ("nb_null", "nb_list", "nb_cells_str", "nb_bad_json", "nb_source_ints", "syntax", "carol"):
+        assert batch.outcome(book[sid]) == "nothing to grade", (sid, book[sid]["message"])
+    assert "not valid Python" in book["syntax"]["message"]
+    assert "several candidate files" in book["carol"]["message"]

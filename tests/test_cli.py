@@ -21,6 +21,9 @@ def _check(capsys, *argv):
 
 def test_could_not_grade_is_2(capsys, tmp_path):
     assert _check(capsys, "naive", str(tmp_path / "missing.cu"))[0] == 2
+    assert _check(capsys, "naive", str(tmp_path / "missing_without_suffix"))[0] == 2  # a path, not source
+    rc, _, err = _check(capsys, "naive", str(tmp_path))
+    assert rc == 2 and "is a folder" in err
     rc, _, err = _check(capsys, "naiv", str(SUBS / "good_naive.cu"))
     assert rc == 2 and "unknown exercise" in err and "naive" in err
     bad = tmp_path / "t.json"
