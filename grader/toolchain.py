@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import contract
 from .errors import CannotGrade, CompileError
+from .procs import run_all
 
 NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-shared", "--std=c++17")
 COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
@@ -161,13 +162,12 @@ def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filen
     src = work / "kernel.cu"
     src.write_text(_with_prelude(source, exercise, filename) + CUDA_EPILOGUE)
     cmd = [nvcc, f"-arch={arch}", *NVCC_FLAGS, *extra_flags, "-o", str(work / "kernel.so"), str(src)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    results = run_all([cmd], work, timeout)
+    if results is None:
         raise CompileError(f"nvcc did not finish within {timeout:.0f} s "
-                           "(set GRADER_COMPILE_TIMEOUT to allow longer).")
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
+                           "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).")
+    returncode, log = results[0]
+    if returncode != 0:
         raise CompileError(diagnostics(log, filename, work, exercise), log)
     (work / "build.log").write_text(log)
     return log
@@ -227,13 +227,14 @@ def resource_usage(source: str, *, exercise: str | None = None, arch: str | None
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp, "kernel.cu")
         src.write_text(_with_prelude(source, exercise, filename))
-        proc = subprocess.run([nvcc, f"-arch={arch}", "-O3", "-c", "-Xptxas", "-v", "-o",
-                               str(Path(tmp, "k.o")), str(src)],
-                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-        if proc.returncode != 0:
-            raise CompileError(diagnostics(proc.stdout + proc.stderr, filename, Path(tmp), exercise),
-                               proc.stdout + proc.stderr)
-    return parse_ptxas(proc.stderr + proc.stdout)
+        results = run_all([[nvcc, f"-arch={arch}", "-O3", "-c", "-Xptxas", "-v", "-o", str(Path(tmp, "k.o")),
+                            str(src)]], tmp, COMPILE_TIMEOUT_S)
+        if results is None:
+            raise CompileError(f"nvcc did not finish within {COMPILE_TIMEOUT_S:.0f} s")
+        returncode, log = results[0]
+        if returncode != 0:
+            raise CompileError(diagnostics(log, filename, Path(tmp), exercise), log)
+    return parse_ptxas(log)
 
 
 def parse_ptxas(log: str) -> list[KernelResources]:

@@ -1,4 +1,6 @@
 """The nvcc side of the toolchain, compile-only (no GPU needed)."""
+from pathlib import Path
+
 import pytest
 
 from grader import CompileError, toolchain
@@ -63,3 +65,25 @@ def test_a_compile_that_outlasts_the_limit_is_a_clear_compile_error(monkeypatch)
     monkeypatch.setattr(toolchain, "COMPILE_TIMEOUT_S", 0.01)
     with pytest.raises(CompileError, match="did not finish within"):
         toolchain.build(GOOD + "\n// timeout test\n", backend="cpu", exercise="naive")
+
+
+def test_a_timeout_kills_the_compilers_children_too():
+    """A compiler driver's children (cc1plus, cicc) hold the output pipe: the limit must stop them
+    as well, or `--compile-timeout 20` waits for them (it once took 244 s)."""
+    import os
+    import time
+    from grader import procs
+    secs = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # a sleep this test can find again
+    t0 = time.monotonic()
+    # the driver (sh) starts a child that outlives it unless the whole process group is killed
+    assert procs.run_all([["sh", "-c", f"sleep {secs} & wait"]], timeout=1.0) is None
+    assert time.monotonic() - t0 < 5
+    time.sleep(0.2)
+
+    def cmdline(pid: str) -> bytes:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return b""
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and secs.encode() in cmdline(p)]
+    assert procs.run_all([["sh", "-c", "echo hi"]], timeout=5) == [(0, "hi\n")]

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from grader.errors import CompileError
+from grader.procs import run_all
 
 from .rewrite import UnsupportedConstruct, rewrite
 
@@ -120,16 +121,11 @@ def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
 
 def _run(cmds: list[list[str]], cwd: Path, timeout: float | None = None) -> list[tuple[int, str]]:
     """Run the commands in parallel; all are killed if they outlast `timeout` seconds together."""
-    procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in cmds]
-    try:
-        outs = [p.communicate(timeout=timeout)[0] for p in procs]
-        return [(p.returncode, out) for p, out in zip(procs, outs)]
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-            p.communicate()
+    results = run_all(cmds, cwd, timeout)
+    if results is None:
         raise CompileError(f"g++ did not finish within {timeout:.0f} s "
-                           "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).") from None
+                           "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).")
+    return results
 
 
 def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu", prelude: str = "",
