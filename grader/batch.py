@@ -271,12 +271,13 @@ _OUTCOMES = [
     (("is empty", "not a UTF-8", "no kernel cell", "no .cu file", "several candidate files", "not a readable notebook",
       "cannot be read", "cell is not valid Python", "does not set SOURCE"), "nothing to grade"),
     (("launcher `",), "missing launcher"),
-    (("did not finish", "time limit"), "hang"),
+    (("result channel was tampered",), "tampered with the grader"),
+    (("wrong in the timed runs", "at the timed size", "the timed run at"), "wrong when timed"),
+    (("did not finish", "time limit", "the kernel timed out"), "hang"),
     (("illegal memory access", "crashed", "wrote past", "wrote before", "CUDA error", "AddressSanitizer"),
      "crash or out of bounds"),
     (("wrote to its input",), "wrote its inputs"),
     (("exactly the answer",), "replayed an answer"),
-    (("wrong in the timed runs",), "wrong when timed"),
 ]
 
 

@@ -127,6 +127,10 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
         raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
     res.output = run.output if run.crashed or run.timed_out else run.output.strip()
+    if run.protocol_error:
+        res.message = f"the grader's result channel was tampered with: {run.protocol_error}. Not graded as correct."
+        res.hint = "Results reach the grader only through its own worker; a kernel file must not write to it."
+        return res
     _verdict_correctness(res, cases, run)
     # a crash, or a fault the CPU runtime caught and reported as an illegal memory access
     if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
@@ -299,13 +303,20 @@ def plausibility(t: dict, ex: exercises.Exercise, device: dict | None = None) ->
 
 
 def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -> None:
-    timing = next(((m, a) for m, a in run.messages if "timing" in m or "timing_error" in m), None)
-    if timing is None:
-        res.message = f"correct, but the timed run {run.describe_exit()}"
+    timings = [(m, a) for m, a in run.messages if "timing" in m or "timing_error" in m]
+    if len(timings) != 1 or run.crashed or run.timed_out or run.messages[-1][0] is not timings[0][0]:
+        # no timing: it crashed or hung at the timed size, so the kernel is not correct there either
+        res.correct = False
+        res.message = (f"correct on the test shapes, but at the timed size {'x'.join(map(str, ex.bench_shape))} "
+                       f"the kernel {run.describe_exit() if run.crashed or run.timed_out else 'sent no timing'}")
+        res.hint = ("It works on the small shapes only: look for a fixed-size array, an int that overflows, "
+                    "or a grid dimension over its limit at the large size.")
         return
-    meta, _ = timing
+    meta, _ = timings[0]
     if "timing_error" in meta:
-        res.message = f"correct, but the timed run failed: {meta['timing_error']}"
+        res.correct = False
+        res.message = (f"correct on the test shapes, but the timed run at "
+                       f"{'x'.join(map(str, ex.bench_shape))} failed: {meta['timing_error']}")
         return
     if meta.get("inputs_changed"):
         res.correct = False

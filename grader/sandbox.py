@@ -14,6 +14,7 @@ never do. The run time limit then counts from the moment the lock is held.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -78,8 +79,8 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
     gpu_lock: a lock file shared by the children of one GPU (see above); lock_wait: how long
     the child may wait for it on top of `timeout` before it counts as hung."""
     result = ChildRun()
-    if gpu_lock:
-        request = request | {"gpu_lock": gpu_lock}
+    token = secrets.token_hex(16)  # the worker tags its messages with it; the kernel's code cannot know it
+    request = request | {"token": token} | ({"gpu_lock": gpu_lock} if gpu_lock else {})
     started = time.monotonic()
     lock_held = threading.Event()
     r_fd, w_fd = os.pipe()
@@ -107,13 +108,20 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
         def drain():
             try:
                 while (m := protocol.recv(r_fd)) is not None:
+                    if not isinstance(m[0], dict) or m[0].pop("token", None) != token:
+                        result.protocol_error = ("a message on the result channel did not come from the grader's "
+                                                 "worker (written by the submission?)")
+                        break
                     if m[0].get("gpu_lock") == "held":
                         result.lock_wait_s = time.monotonic() - started
                         lock_held.set()
                     else:
                         result.messages.append(m)
-            except (ValueError, OSError) as e:
-                result.protocol_error = str(e)
+            except Exception as e:  # noqa: BLE001 — malformed data of any kind: stop reading, say why
+                result.protocol_error = f"{type(e).__name__}: {e}"
+            finally:
+                if result.protocol_error:
+                    _kill(proc)  # nothing it sends after this can be trusted; do not let it block on the pipe
 
         threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
         for t in threads:

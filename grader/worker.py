@@ -14,6 +14,8 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import resource
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -34,6 +36,7 @@ def _load(path: str, exercise: str, backend: str) -> KernelModule:
 
 
 GUARD = 1024  # elements of poison before and after each buffer a test call gets
+OUTPUT_FILE_CAP = 64 << 20  # bytes any file written by the worker (its stdout log) may grow to
 
 
 def _poison_word(dtype: torch.dtype, is_input: bool = False) -> int:
@@ -254,6 +257,10 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     if first is None:
         return 3
     req, _ = first
+    token = req.get("token")  # the parent drops any message without it (one forged by the kernel's code)
+
+    def send(meta: dict, arrays: dict | None = None) -> None:
+        protocol.send(result_fd, meta | {"token": token}, arrays)
     cases = []
     while (m := protocol.recv(stdin_fd)) is not None:
         cases.append(m)
@@ -261,11 +268,11 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     if req.get("gpu_lock"):  # batch --per-gpu: wait for the GPU; held until this process exits
         lock_fd = os.open(req["gpu_lock"], os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        protocol.send(result_fd, {"gpu_lock": "held"})
+        send({"gpu_lock": "held"})
     try:
         mod = _load(req["lib"], req["exercise"], req["backend"])
     except GraderError as e:
-        protocol.send(result_fd, {"fatal": str(e)})
+        send({"fatal": str(e)})
         return 0
     for meta, arrays in cases:
         inputs = {k: torch.from_numpy(v) for k, v in arrays.items()}
@@ -275,25 +282,39 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
             try:
                 outs = run_case(mod, meta["shape"], inputs, digests)
             except GraderError as e:
-                protocol.send(result_fd, {"case": meta["case"], "schedule": seed, "error": str(e)})
+                send({"case": meta["case"], "schedule": seed, "error": str(e)})
                 if mod.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
-            protocol.send(result_fd, {"case": meta["case"], "schedule": seed, "inputs_sha256": digests},
-                          {k: v.numpy() for k, v in outs.items()})
+            send({"case": meta["case"], "schedule": seed, "inputs_sha256": digests},
+                 {k: v.numpy() for k, v in outs.items()})
     if req.get("timing") and mod.backend == "cuda":
         base = _load(req["baseline_lib"], req["baseline_exercise"], "cuda") if req.get("baseline_lib") else None
         try:
             times, rounds = time_kernels(mod, base, req["timing"])
-            protocol.send(result_fd, {"timing": times, "inputs_changed": rounds.inputs_changed,
-                                      "timed_failure": rounds.failure, "rounds": rounds.rounds,
-                                      "device": _device()})
+            send({"timing": times, "inputs_changed": rounds.inputs_changed, "timed_failure": rounds.failure,
+                  "rounds": rounds.rounds, "device": _device()})
         except GraderError as e:
-            protocol.send(result_fd, {"timing_error": str(e)})
+            send({"timing_error": str(e)})
     return 0
 
 
+def limit_self() -> None:
+    """Die with the parent (a killed batch leaves no kernel spinning on a GPU), and cap the size of
+    any file this process writes (its output goes to a file: a printf flood must not fill the disk)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent is already gone
+        sys.exit(5)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the cap fail instead of killing us
+    resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_CAP, OUTPUT_FILE_CAP))
+
+
 if __name__ == "__main__":
+    limit_self()
     try:
         sys.exit(serve(int(sys.argv[1])))
     except Exception:  # report, never hang the parent

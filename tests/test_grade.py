@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -248,6 +249,33 @@ def test_speed_verdict_and_its_hint():
     assert fast.passed and not fast.hint and abs(fast.speedup - 1.1 * ex.threshold) < 1e-9
     hidden = verdict(1.0 / (1.1 * ex.threshold), host_ms=50.0)
     assert not hidden.passed and "implausible" in hidden.message
+
+    def run_with(messages, returncode=0):
+        res = grade.Result("relu_mask", "cuda", compiled=True, correct=True, threshold=ex.threshold)
+        grade._verdict_speed(res, ex, sandbox.ChildRun(messages=messages, returncode=returncode))
+        return res
+    t = {"kernel": {"median_ms": 0.1, "host_ms": 0.1}, "baseline": {"median_ms": 1.0}, "torch": {"median_ms": 1.0}}
+    crashed = run_with([({"timing": t}, {})], returncode=-11)  # a fast time, then a segfault
+    assert not crashed.passed and not crashed.correct and "SIGSEGV" in crashed.message
+    twice = run_with([({"timing": t}, {}), ({"timing": t}, {})])  # a second timing: one was forged
+    assert not twice.passed and not twice.correct
+    failed = run_with([({"timing_error": "CUDA error in gemm: an illegal memory access"}, {})])
+    assert not failed.passed and not failed.correct and "8192x8192" in failed.message
+
+
+def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
+    """Whatever reaches the result channel without the run's secret token (a kernel that found the
+    pipe and wrote a made-up result) fails the submission instead of being read."""
+    from grader import grade, sandbox
+    forger = tmp_path / "forger.py"  # stands in for a worker whose kernel writes to the pipe
+    forger.write_text("import sys\nfrom grader import protocol\n"
+                      "protocol.send(int(sys.argv[-1]), {'timing': {}, 'device': {}})\n")
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {forger} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sandbox.sys, "executable", str(wrapper))
+    r = grade.grade("naive", SUBS / "good_naive.cu", backend=BACKEND, time_it=False)
+    assert not r.passed and not r.correct and "tampered" in r.message
 
 
 def test_html_speed_bar_against_the_threshold():
