@@ -67,10 +67,19 @@ class Submission:
     source: str | bytes | None  # the kernel file's text (bytes: not UTF-8)
     problem: str = ""          # why there is no source (no kernel cell, no file...)
 
+    def __post_init__(self):  # a name from a zip may not be UTF-8 (lone surrogates): keep it printable
+        self.student_id = printable(self.student_id)
+        self.problem = printable(self.problem)
+
     @property
     def sha256(self) -> str:
         data = self.source if isinstance(self.source, bytes) else (self.source or self.problem).encode()
         return hashlib.sha256(data).hexdigest()
+
+
+def printable(text: str) -> str:
+    """`text` with any undecodable bytes of a file name shown as \\xNN escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 # ---------------------------------------------------------------------------- finding submissions
@@ -238,7 +247,7 @@ def load_gradebook(path: Path) -> dict[str, dict]:
         if js.exists():
             rows = json.loads(js.read_text())["grades"]
         elif path.exists():
-            with path.open(newline="") as f:
+            with path.open(newline="", encoding="utf-8") as f:
                 rows = list(csv.DictReader(f))
         else:
             return {}
@@ -251,16 +260,27 @@ def write_gradebook(path: Path, rows: list[dict], meta: dict) -> None:
     """CSV and JSON, each written to a temporary file and renamed (never half a gradebook)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
+    with tmp.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in FIELDS})
+            w.writerow({k: _cell(r.get(k)) for k in FIELDS})
     os.replace(tmp, path)
     js = path.with_suffix(".json")
     tmp = js.with_name(js.name + ".tmp")
-    tmp.write_text(json.dumps(meta | {"grades": rows}, indent=1))
+    tmp.write_text(json.dumps(meta | {"grades": rows}, indent=1))  # ASCII: any odd file name is escaped
     os.replace(tmp, js)
+
+
+def _cell(value) -> object:
+    """A CSV cell: text a spreadsheet would run as a formula (=, +, -, @ first) is quoted with '."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        value = printable(value)
+        if value[:1] in ("=", "+", "-", "@"):
+            return "'" + value
+    return value
 
 
 # what went wrong, in a word, from the verdict's message (first match wins)
@@ -356,11 +376,13 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     root, out = Path(root), Path(out)
     if not root.is_dir():
         raise CannotGrade(f"{root}: not a folder of submissions")
+    if out.suffix.lower() == ".json":
+        raise CannotGrade(f"--out {out}: name the CSV gradebook (e.g. grades.csv); the JSON is written beside it")
     jobs = jobs or max(1, (os.cpu_count() or 2))
     version = grader_version()
     subs = discover(root, exercise)
     old = {} if regrade else load_gradebook(out)
-    ident = f"{exercise}|{backend}|{ex.threshold}|{version}"
+    ident = f"{exercise}|{backend}|{ex.threshold}|{version}|{timeout}|{compile_timeout}"
 
     rows: dict[str, dict] = {}
     todo: list[tuple[Submission, str]] = []
@@ -426,8 +448,8 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
                 row = _row(sub, exercise, backend, key, version, message=sub.problem)
             else:
                 src = sub.source
-                if sub.path and (isinstance(src, bytes) or sub.path.suffix.lower() == ".cu"):
-                    src = sub.path  # the file itself: its name in diagnostics, and one message for binaries
+                if sub.path:  # the file itself: its name in diagnostics; a notebook's SOURCE is never a path
+                    src = sub.path
                 r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
                                 compile_timeout=compile_timeout, gpu=gpu if n_gpus > 1 else None,
                                 gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,

@@ -46,7 +46,7 @@ def folder(tmp_path):
 
 
 def _csv(path: Path) -> dict[str, dict]:
-    with path.open(newline="") as f:
+    with path.open(newline="", encoding="utf-8") as f:
         return {r["student_id"]: r for r in csv.DictReader(f)}
 
 
@@ -161,3 +161,31 @@ def test_unreadable_entries_become_rows_not_crashes(tmp_path):
         assert batch.outcome(book[sid]) == "nothing to grade", (sid, book[sid]["message"])
     assert "not valid Python" in book["syntax"]["message"]
     assert "several candidate files" in book["carol"]["message"]
+
+
+def test_odd_names_and_a_notebook_naming_a_file(tmp_path):
+    """A folder name that is not UTF-8 (from a zip), a student id a spreadsheet would run as a
+    formula, and a notebook whose SOURCE is a path (to the shipped reference) are all graded into
+    a gradebook that opens cleanly; the path is graded as the text it is, never as a file."""
+    import os
+    from grader import batch
+
+    d = tmp_path / "subs"
+    d.mkdir()
+    good = (SUBS / "good_naive.cu").read_text()
+    odd = os.fsdecode(b"Jos\xe9")  # a Latin-1 name: a lone surrogate in Python
+    (d / odd).mkdir()
+    (d / odd / "k.cu").write_text(good)
+    (d / "=HYPERLINK(1).cu").write_text(good)
+    ref = Path(__file__).resolve().parent.parent / "kernels" / "01_naive.cu"
+    (d / "pathy.ipynb").write_text(_notebook([f"# kernel: naive\nSOURCE = r'{ref}'"]))
+    out = tmp_path / "g.csv"
+    rows = batch.run_batch("naive", d, out, jobs=2, backend="cpu", progress=False)
+    book = _csv(out)  # UTF-8, readable
+    assert len(rows) == len(book) == 3
+    assert book["Jos\\xe9"]["correct"] == "True"
+    assert "'=HYPERLINK(1)" in book and book["'=HYPERLINK(1)"]["correct"] == "True"
+    assert book["pathy"]["correct"] == "False"
+    json.loads((tmp_path / "g.json").read_text())
+    with pytest.raises(Exception, match="name the CSV"):
+        batch.run_batch("naive", d, tmp_path / "g.json", backend="cpu", progress=False)
