@@ -82,7 +82,13 @@ def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -
 
     if exercise == "relu_mask":
         m, n = shape
-        return {"X": randn(m, n), "dY": randn(m, n)}
+        x = randn(m, n)
+        # exact zeros of both signs (about 3 % each): ReLU's mask is x > 0, so a kernel that tests
+        # x >= 0 or the sign bit must fail
+        r = torch.rand(m, n, generator=gen, device=gen.device)
+        x[r < 0.03] = 0.0
+        x[(r >= 0.03) & (r < 0.06)] = -0.0
+        return {"X": x, "dY": randn(m, n)}
     m, n, k = shape
     ins = {"A": randn(m, k), "B": randn(k, n)}
     if exercise == "gemm_relu":

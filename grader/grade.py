@@ -134,7 +134,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     _verdict_correctness(res, cases, run)
     # a crash, or a fault the CPU runtime caught and reported as an illegal memory access
     if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
-        _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout)
+        _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout,
+                           timeout or sandbox.RUN_TIMEOUT_S)
     if res.correct and timed:
         _verdict_speed(res, ex, run)
     elif res.correct:
@@ -148,7 +149,7 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
 
 
 def _explain_cpu_crash(res: Result, source: str, exercise: str, filename: str, cases: list,
-                       request: dict, wire: list, compile_timeout: float | None) -> None:
+                       request: dict, wire: list, compile_timeout: float | None, timeout: float) -> None:
     """A crash on the CPU backend: re-run the input that crashed under AddressSanitizer and
     name the access and its line (a GPU would have said 'illegal memory access', no more)."""
     from . import cpu
@@ -162,7 +163,7 @@ def _explain_cpu_crash(res: Result, source: str, exercise: str, filename: str, c
     except GraderError:
         return
     run = sandbox.run_worker(request | {"lib": str(build.path), "schedules": [0]}, [wire[crashed]],
-                             timeout=sandbox.RUN_TIMEOUT_S, extra_env=cpu.sanitizer_env())
+                             timeout=timeout, extra_env=cpu.sanitizer_env())
     report = _asan_summary(run.output, filename)
     if report:
         res.message += f"\nAddressSanitizer, re-running that input: {report}"
