@@ -59,6 +59,7 @@ class Mismatch:
     rows_wrong: list[int]
     cols_wrong: list[int]
     n_oob_read: int = 0  # elements computed from a value read outside the inputs (CPU backend)
+    note: str = ""       # a mask-specific diagnosis, used as the hint
 
     def describe(self, shape) -> str:
         dims = "x".join(map(str, shape))
@@ -157,9 +158,22 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
             amb = torch.zeros_like(wrong)
             amb[:, :n] = case.either["C"]
             wrong &= ~amb
-        unwritten = (got == POISON_MASK).sum().item()
+        if not wrong.any():
+            return None
+        note = ""
+        if not wrong[:, :n].any():  # every word was written; only bits past column N are set
+            note = f"Bits past column N must be 0: the last word of each row covers columns up to {n - 1} only."
+            unwritten = 0
+        else:
+            unwritten = (got == POISON_MASK).sum().item()
+            x = case.inputs.get("X")
+            if x is not None and bool((x[:wrong.shape[0]][wrong[:, :n]] == 0).all()):
+                note = ("The mask is wrong only where X is 0.0 or -0.0: ReLU's mask bit is x > 0, "
+                        "so 0 and -0 give 0 (not x >= 0, not the sign bit).")
         wrong_words = wrong.view(got.shape[0], -1, 32).any(-1)
-        return _mismatch(name, wrong_words, got, exp, int(unwritten)) if wrong.any() else None
+        mm = _mismatch(name, wrong_words, got, exp, int(unwritten))
+        mm.note = note
+        return mm
     poison = oob_read = 0
     if got.dtype == torch.float32:  # our poison, or a plain float('nan') fill; not a computed NaN
         bits = got.contiguous().view(torch.int32)
@@ -192,6 +206,9 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     if not mismatches:
         return ""
     shape, mm = mismatches[0]
+    note = next((m.note for _, m in mismatches if m.note), "")
+    if note:
+        return note
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1

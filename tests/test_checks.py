@@ -89,3 +89,20 @@ def test_values_computed_from_reads_outside_the_inputs_are_counted_and_hinted():
     mm = checks.compare(c, "C", out)
     assert mm.n_oob_read == 4 and "read outside the inputs" in mm.describe(c.shape)
     assert "read outside A or B" in checks.hint([(c.shape, mm)], [])
+
+
+def test_relu_mask_of_x_ge_0_fails_and_says_why():
+    """The inputs hold exact 0.0 and -0.0; a mask built with x >= 0 is wrong there, and the hint says so."""
+    c = _case("relu_mask", shape=(64, 100))
+    x = c.inputs["X"]
+    assert bool((x == 0).any()) and bool(torch.signbit(x[x == 0]).any())  # both signs of zero drawn
+    assert checks.compare(c, "mask", checks.pack_mask(x > 0)) is None
+    mm = checks.compare(c, "mask", checks.pack_mask(x >= 0))
+    assert mm is not None and "x > 0" in checks.hint([((64, 100), mm)], [])
+
+
+def test_relu_mask_bits_past_n_are_named_not_called_unwritten():
+    c = _case("relu_mask", shape=(3, 31))
+    words = checks.pack_mask(c.inputs["X"] > 0) | torch.tensor(1 << 31, dtype=torch.int64).to(torch.int32)
+    mm = checks.compare(c, "mask", words)
+    assert mm is not None and mm.n_unwritten == 0 and "past column N" in checks.hint([((3, 31), mm)], [])

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <algorithm>
+#include <cstring>
 #include <vector>
 #ifdef CUDA_EMU_ASAN
 #include <sanitizer/asan_interface.h>
@@ -128,6 +129,9 @@ void access(const void* p, size_t n, bool write, const void* pc) {
 }  // namespace
 
 void register_shared(const void* p, size_t bytes, const char* name, const unsigned* dims, int rank, size_t elem) {
+    // A static __shared__ array starts as the poison (NaN / -1), not C++'s zeros: on a GPU its
+    // contents at block start are undefined, so a kernel that reads before it writes must show.
+    std::memset(const_cast<void*>(p), 0xff, bytes);
     add_range((uintptr_t)p, bytes, name, dims, rank, elem, false);
 }
 
@@ -152,6 +156,8 @@ void checks_new_block() {
     const uint3 b = blockIdx;
     bool edge = (g.x > 1 && b.x + 1 == g.x) || (g.y > 1 && b.y + 1 == g.y) || (g.z > 1 && b.z + 1 == g.z);
     g_block_checked = (g_flags & 2) || edge || b.x + b.y * g.x + b.z * g.x * g.y < 4;
+    for (const Range& r : g_ranges)  // a new block sees poison, not what the previous block left
+        if (!r.dynamic) std::memset(reinterpret_cast<void*>(r.lo), 0xff, r.hi - r.lo);
     update_window();
 }
 
