@@ -144,9 +144,15 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout)
         else:
             from . import cpu
-            cpu.compile_library(source, work / "kernel.so", filename=filename,
-                                prelude=contract.declarations(exercise) if exercise else "",
-                                sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags)
+            try:
+                cpu.compile_library(source, work / "kernel.so", filename=filename,
+                                    prelude=contract.declarations(exercise) if exercise else "",
+                                    sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags)
+            except CompileError as e:
+                hint = signature_hint(str(e), exercise)
+                if not hint:
+                    raise
+                raise CompileError(str(e) + hint, e.log) from None
         try:
             work.rename(out_dir)  # atomic publish; a concurrent build may have won
         except OSError:
@@ -191,10 +197,15 @@ def diagnostics(log: str, filename: str, work: Path | None = None, exercise: str
     if len(lines) > MAX_MESSAGE_LINES:
         lines = lines[:MAX_MESSAGE_LINES] + [f"... ({len(lines) - MAX_MESSAGE_LINES} more lines)"]
     text = "\n".join(lines) or "the compiler failed without a message"
-    if exercise and re.search(r'"C" linkage|conflicting declaration of C function', text):
-        sigs = "\n".join(f'    extern "C" {l.signature}' for l in contract.LAUNCHERS[exercise])
-        text += f"\nThe launcher's parameters must be exactly those of the contract:\n{sigs}"
-    return text
+    return text + signature_hint(text, exercise)
+
+
+def signature_hint(text: str, exercise: str | None) -> str:
+    """When the compiler says a launcher clashes with its contract declaration: the signatures."""
+    if not exercise or not re.search(r'"C" linkage|conflicting declaration of C function', text):
+        return ""
+    sigs = "\n".join(f'    extern "C" {l.signature}' for l in contract.LAUNCHERS[exercise])
+    return f"\nThe launcher's parameters must be exactly those of the contract:\n{sigs}"
 
 
 # ---------------------------------------------------------------------------- ptxas

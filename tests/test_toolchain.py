@@ -42,6 +42,13 @@ def test_launcher_with_the_wrong_signature_is_a_compile_error():
     assert "mine.cu(6)" in str(e.value) and "must be exactly" in str(e.value)
 
 
+def test_cpu_backend_names_the_contract_when_a_launcher_signature_differs():
+    src = GOOD.replace("int M, int N, int K, cudaStream_t stream)", "int M, int N, double K, cudaStream_t stream)")
+    with pytest.raises(CompileError) as e:
+        toolchain.build(src, backend="cpu", exercise="naive", filename="mine.cu")
+    assert "must be exactly" in str(e.value) and "int K, cudaStream_t stream" in str(e.value)
+
+
 def test_parse_ptxas_reads_spills_and_shared_memory():
     log = """ptxas info    : Compiling entry function '_Z1kPKfS0_Pfiii' for 'sm_90'
 ptxas info    : Function properties for _Z1kPKfS0_Pfiii
