@@ -5,34 +5,62 @@
 
 A submission must do the work itself, in its own kernels. So the scan refuses:
   - libraries that would do it instead: cuBLAS / cuBLASLt, CUTLASS / CuTe, cuDNN,
-    torch (ATen, c10), and any `#include` outside a short allow-list;
-  - ways around the contract or the sandbox: dlopen/dlsym, system/popen/fork/exec,
-    threads, raw syscalls and file or descriptor I/O, code run at library load
-    (constructor attributes), `#pragma comment(lib, ...)`, computed `#include`s
-    and token pasting (which could spell any of the above);
+    torch (ATen, c10), and any `#include` outside a short allow-list (headers for
+    threads, files, processes, signals or dlopen are named as such; no `..`);
+  - library functions for loading code, processes, threads, system calls, files and
+    descriptors, the environment, exits, signals and long jumps: a distinctive name
+    (fopen, getenv, _Exit...) wherever it appears, taken as a pointer or spelled in a
+    string too; a common word (write, close, exit...) everywhere but as a member
+    (x.write, p->close), so a variable called `write` is refused as well;
+  - asm that is not plain inline PTX: asm labels (`f() asm("getenv")`), templates
+    that are not written-out string literals, and host instructions, data directives
+    or symbol references in a template (syscall, .byte, call, @plt);
+  - code run at load (constructor/destructor/init_priority, section, weakref and
+    ifunc attributes), `#pragma comment/weak/redefine_extname`, computed includes,
+    `#include_next/#import/#embed`, and what could spell any of the above: token
+    pasting (##), \\u in code, keywords redefined by #define;
   - work hidden from the timer: streams of its own (cudaStreamCreate*,
-    cudaStreamPerThread, graphs, host callbacks).
-Comments are not code: a comment that mentions cuBLAS is fine.
+    cudaStreamPerThread, graphs, host callbacks), device-wide settings.
+Comments are not code: a comment that mentions cuBLAS is fine. The lexer joins line
+splices (backslash, blanks, newline) as g++ does, reads %: as #, and knows raw
+strings R"d(...)d" (a splice inside one is refused) and digit separators (1'000).
 
-This is a first line, not the security boundary: the child process and the
-parent's own checks are (see README, "Security model"). A determined author of
-native code can get past any static scan; run untrusted batches in a container.
+Not caught: code run at load by a namespace-scope object's constructor (struct S
+{S(){...}} s;) or any dynamic initialiser (static int x = f();): telling those apart
+needs a parser, and what they call is scanned all the same. This is a first line,
+not the security boundary: the child process and the parent's own checks are (see
+README, "Security model"). A determined author of native code can get past any
+static scan; run untrusted batches in a container.
 """
 from __future__ import annotations
 
+import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 
 ALLOWED_INCLUDES = (
     "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h", "device_launch_parameters.h", "vector_types.h",
-    "cuda_fp16.h", "cuda_bf16.h", "mma.h", "cuda_pipeline.h", "cuda_awbarrier.h",
+    "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h", "cuda_pipeline.h", "cuda_awbarrier.h",
     "cuda/pipeline", "cuda/barrier", "cooperative_groups.h", "cooperative_groups/memcpy_async.h",
     "cooperative_groups/reduce.h",
     "cstdint", "stdint.h", "cstddef", "stddef.h", "cstdio", "stdio.h", "cmath", "math.h",
     "cfloat", "float.h", "climits", "limits.h", "cassert", "assert.h", "cstring", "string.h",
-    "algorithm", "type_traits", "utility", "limits", "array",
+    "cstdlib", "stdlib.h", "cstdbool", "stdbool.h", "cinttypes", "inttypes.h",
+    "algorithm", "type_traits", "utility", "limits", "array", "numeric", "tuple", "initializer_list",
+    "new", "iostream", "vector", "string", "memory", "functional",
 )
 _ALLOWED_PREFIXES = ("cuda/std/",)
+# refused headers with a reason of their own (the others: "not on the allow-list")
+_HEADERS = [
+    (r"thread|future|pthread\.h|threads\.h", "threads of your own are not allowed: do the work in the launcher's "
+                                             "call, on the stream it is given"),
+    (r"fstream|filesystem|unistd\.h|fcntl\.h|dirent\.h|sys/.*",
+     "files, descriptors and system calls are not allowed in a kernel file (printf to stdout is fine)"),
+    (r"spawn\.h|wait\.h", "starting processes is not allowed"),
+    (r"dlfcn\.h", "loading libraries at run time is not allowed"),
+    (r"csignal|signal\.h|csetjmp|setjmp\.h", "signals and long jumps are not allowed in a kernel file"),
+]
 
 
 @dataclass(frozen=True)
@@ -42,7 +70,6 @@ class Problem:
     why: str       # one sentence for the learner
 
 
-# (pattern on code without comments, reason). Case-insensitive where it says so.
 _LIBRARIES = [
     (re.compile(r"\bcublas\w*", re.I), "cuBLAS/cuBLASLt does the GEMM for you"),
     (re.compile(r"\bcutlass\w*|\bcute\s*::", re.I), "CUTLASS/CuTe does the GEMM for you"),
@@ -50,92 +77,283 @@ _LIBRARIES = [
     (re.compile(r"\bcusparse\w*|\bcublasLt\w*", re.I), "a CUDA math library does the work for you"),
     (re.compile(r"\btorch\b|\bATen\b|\bat\s*::|\bc10\s*::"), "torch calls are not allowed in a kernel file"),
 ]
-_CONSTRUCTS = [
-    (re.compile(r"\b(dlopen|dlsym|dlmopen)\b"), "loading libraries at run time is not allowed"),
-    (re.compile(r"\b(system|popen|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawn\w*)\s*\("),
-     "starting processes is not allowed"),
-    (re.compile(r"\b(syscall|ptrace|mprotect|mmap|munmap|prctl)\b"), "system calls are not allowed"),
-    (re.compile(r"\b(pthread_create|thrd_create|clone)\s*\(|\bstd\s*::\s*(thread|jthread|async)\b"),
+
+# Library functions a kernel file has no use for, by what they are for. A name also counts with
+# leading underscores, __builtin_ or a 64 suffix (_exit, __write, __builtin_exit, open64).
+_FUNCTIONS = {
+    "loading libraries at run time is not allowed": "dlopen dlmopen dlsym dlvsym",
+    "starting processes is not allowed":
+        "system popen fork vfork clone clone3 execl execlp execle execv execvp execvpe execve execveat fexecve "
+        "posix_spawn posix_spawnp",
+    "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given":
+        "pthread_create thrd_create",
+    "system calls are not allowed": "syscall sysenter ptrace mprotect mmap munmap mremap prctl",
+    "file and descriptor I/O is not allowed in a kernel file (printf to stdout is fine)":
+        "open openat creat fopen freopen fdopen tmpfile fileno write writev pwrite pwritev sendfile splice vmsplice "
+        "ioctl fcntl close dup dup2 dup3 pipe socket connect unlink remove rename chdir",
+    "the environment is not yours to read or change": "getenv secure_getenv setenv unsetenv putenv clearenv environ",
+    "exits, signals and long jumps are not allowed in a kernel file":
+        "exit _Exit abort atexit at_quick_exit quick_exit on_exit kill raise signal sigaction "
+        "setjmp longjmp sigsetjmp siglongjmp",
+}
+# Common words: refused as identifiers but not as members (x.write, p->close); in strings only in asm.
+# A variable called `write` is refused too: telling it from the function needs scopes.
+_COMMON = ("open creat write close dup pipe socket connect remove rename signal raise kill exit abort system "
+           "fork clone splice").split()
+_WHY = {name: why for why, names in _FUNCTIONS.items() for name in names.split()}
+_DISTINCT = [n for n in _WHY if n not in _COMMON]
+_NAME = r"(?:__builtin_)?(?:_*({d})|_+({c}))(?:64)?\b".format(d="|".join(_DISTINCT), c="|".join(_COMMON))
+_COMMON_NAME = r"(?<![\w$.])(?<!->)(?:__builtin_)?({c})(?:64)?\b".format(c="|".join(_COMMON))
+_ASM_WORDS = ("asm", "__asm", "__asm__")
+_ASM_QUALIFIERS = r"(?:\s*\b(?:volatile|__volatile__|__volatile|goto|inline|__inline__|__inline)\b)*"
+_ASM_WHY = "host assembly that leaves the sandbox (system calls, raw bytes, calls into libraries) is not allowed"
+
+# The one table: (where, pattern, why). Where: "bare" = code with comments and the insides of
+# strings blanked; "code" = code with comments blanked; "strings" = every string literal's text
+# (escapes decoded, adjacent literals joined); "asm" = the same for asm templates only.
+_RULES = [("bare", p, why) for p, why in _LIBRARIES] + [
+    # why None: the function's own reason, from _WHY
+    ("bare", re.compile(r"\b" + _NAME), None),
+    ("bare", re.compile(_COMMON_NAME), None),
+    ("strings", re.compile(r"\b" + _NAME), None),   # a name for an asm label, an alias, or dlsym by other means
+    ("bare", re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b"),
      "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given"),
-    (re.compile(r"\b(open|openat|creat|fopen|freopen|fdopen|tmpfile|write|writev|pwrite|pwritev|sendfile|splice"
-                r"|vmsplice|ioctl|fcntl|close|dup|dup2|dup3|pipe|socket|connect|kill"
-                r"|getenv|setenv|putenv|unlink|remove|rename|chdir|signal|sigaction|raise|_exit|exit|abort"
-                r"|atexit|at_quick_exit|quick_exit|setjmp|longjmp)\s*\("),
-     "file, process and environment calls are not allowed in a kernel file"),
-    (re.compile(r"__attribute__\s*\(\(\s*(constructor|destructor)"), "code that runs at library load is not allowed"),
-    (re.compile(r"#\s*pragma\s+comment"), "linker directives are not allowed"),
-    (re.compile(r"##"), "token pasting (##) is not allowed (it can spell a forbidden name)"),
-    (re.compile(r"\b(cudaStreamCreate\w*|cudaStreamPerThread|cudaStreamLegacy|cudaStreamNonBlocking"
-                r"|cudaGraph\w*|cudaLaunchHostFunc|cudaStreamAddCallback|cudaStreamBeginCapture)\b"),
+    ("bare", re.compile(r"\b(?:__)?(constructor|destructor|init_priority)(?:__)?\b"),
+     "code that runs when the library is loaded or unloaded is not allowed"),
+    ("bare", re.compile(r"\b(?:__)?section(?:__)?\s*\("),   # .init_array, .ctors: code run at load
+     "choosing the section of code or data is not allowed"),
+    ("bare", re.compile(r"\b(?:__)?(weakref|ifunc|symver)(?:__)?\s*\("),
+     "weak references and ifunc resolvers are not allowed (they can reach any library function, or run at load)"),
+    ("code", re.compile(r"(#\s*pragma\s+|\b_Pragma\s*\(\s*\w*\"\s*)(comment|weak|redefine_extname)\b"),
+     "linker directives and symbol aliases are not allowed"),
+    ("bare", re.compile(r"#\s*(include_next|import|embed)\b"), "only plain #include is allowed"),
+    ("bare", re.compile(r"#\s*define\s+(if|for|while|switch|constexpr|else|do|asm|__asm|__asm__)\b"),
+     "redefining a keyword is not allowed"),
+    ("bare", re.compile(r"##"), "token pasting (##) is not allowed (it can spell a forbidden name)"),
+    ("bare", re.compile(r"\\[uU]"), "universal character names (\\u) in code are not allowed "
+                                    "(they can spell a forbidden name)"),
+    ("bare", re.compile(r"\b(cudaStreamCreate\w*|cudaStreamPerThread|cudaStreamLegacy|cudaStreamNonBlocking"
+                        r"|cudaGraph\w*|cudaLaunchHostFunc|cudaStreamAddCallback|cudaStreamBeginCapture)\b"),
      "launch on the stream you are given: other streams hide work from the timer"),
-    (re.compile(r"\b(cudaSetDevice|cudaDeviceReset|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
-                r"|cudaDeviceSetCacheConfig|cudaProfilerStart|cudaProfilerStop)\b"),
+    ("bare", re.compile(r"\b(cudaSetDevice|cudaDeviceReset|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
+                        r"|cudaDeviceSetCacheConfig|cudaProfilerStart|cudaProfilerStop)\b"),
      "device-wide settings are not yours to change"),
+    # inline PTX is fine (cp.async, mma...): none of these words are PTX
+    ("asm", re.compile(r"\b(syscall|sysenter|sysexit|rdtscp?|svc|int\s*\$?(0x80|128))\b", re.I), _ASM_WHY),
+    ("asm", re.compile(r"\.(byte|[248]byte|short|hword|word|int|long|quad|octa|value|dc|ds|ascii|asciz|string\d*"
+                       r"|inst\w*|insn|incbin|fill|zero|skip|space|float|single|double|set|equ|equiv|symver"
+                       r"|weak\w*|globl|section|pushsection|text|data)\b", re.I), _ASM_WHY),
+    ("asm", re.compile(r"\b(call|callq|jmp|jmpq)\b|@(plt|got\w*|tpoff|dtpoff)\b|%rip\b", re.I), _ASM_WHY),
+    ("asm", re.compile(r"\b(" + "|".join(_WHY) + r")\b"), _ASM_WHY),
 ]
-_HOST_ASM = re.compile(r"\b(syscall|sysenter|int\s*\$?0x80|rdtsc)\b", re.I)
+
+# lexer: comments, raw strings R"d(...)d", strings and chars, numbers (their ' is a digit separator)
+_TOKEN = re.compile(r"""
+    (?P<line>//[^\n]*)
+  | (?P<block>/\*.*?(?:\*/|\Z))
+  | (?<![\w$])(?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s]{0,16})\()(?P<rawbody>.*?)(?:\)(?P=delim)"|\Z)
+  | (?P<str>")(?P<strbody>(?:[^"\\\n]|\\.)*)"?
+  | (?P<chr>')(?P<chrbody>(?:[^'\\\n]|\\.)*)'?
+  | (?<![\w$])(?P<num>\.?\d(?:[eEpP][+-]|[\w$.])*'[\w$](?:[eEpP][+-]|'[\w$]|[\w$.])*)
+""", re.S | re.X)
+_KIND = {"line": "line", "block": "block", "rawbody": "raw", "strbody": "str", "chrbody": "chr", "num": "num"}
+_ESCAPE = re.compile(r"\\(x\{[0-9a-fA-F]*\}|o\{[0-7]*\}|u\{[0-9a-fA-F]*\}|N\{[^}\n]*\}|x[0-9a-fA-F]+|[0-7]{1,3}"
+                     r"|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+
+
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _lex(text: str):
+    """(code, bare, literals): the text with comments blanked; also with the insides of strings and
+    chars blanked (all three the same length, so offsets and lines agree); and each string literal
+    as (start, end, body start, body end, raw)."""
+    code, bare, literals, last = [], [], [], 0
+    for m in _TOKEN.finditer(text):
+        kind = _KIND[m.lastgroup]
+        if kind == "num":
+            continue   # a number with a digit separator (1'000): kept as it is
+        code.append(text[last:m.start()])
+        bare.append(text[last:m.start()])
+        last = m.end()
+        if kind in ("line", "block"):
+            code.append(_blank(m.group(0)))
+            bare.append(_blank(m.group(0)))
+            continue
+        s, e = m.span({"raw": "rawbody", "str": "strbody", "chr": "chrbody"}[kind])
+        code.append(m.group(0))
+        bare.append(text[m.start():s] + _blank(text[s:e]) + text[e:m.end()])
+        if kind != "chr":
+            literals.append((m.start(), m.end(), s, e, kind == "raw"))
+    code.append(text[last:])
+    bare.append(text[last:])
+    return "".join(code), "".join(bare), literals
 
 
 def strip_comments(source: str) -> str:
     """The source with comments blanked (newlines kept, so line numbers stay); strings kept."""
-    out, i, n = [], 0, len(source)
-    while i < n:
-        c = source[i]
-        if source.startswith("//", i):
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-            i = j
-        elif source.startswith("/*", i):
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in source[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            out.append(source[i:j + 1])
-            i = j + 1
+    return _lex(source)[0]
+
+
+def _unescape(body: str) -> str:
+    def one(m):
+        e = m.group(1)
+        try:
+            if e[0] == "N" and len(e) > 1:
+                return unicodedata.lookup(e[2:-1])
+            if e[0] in "xuUo" and len(e) > 1:
+                return chr(int(e[1:].strip("{}") or "0", 8 if e[0] == "o" else 16))
+            if e[0] in "01234567":
+                return chr(int(e, 8))
+        except (KeyError, ValueError, OverflowError):
+            return "?"
+        return {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b"}.get(e, e)
+    return _ESCAPE.sub(one, body)
+
+
+def _splice(source: str) -> tuple[str, list[int]]:
+    """A backslash, blanks and a newline join lines (GCC does, with a warning): the text joined, the newlines
+    moved after the joined line (so every line keeps its number), and where each join is in the new text."""
+    if "\\" not in source:
+        return source, []
+    pieces, held, length, joins = [], 0, 0, []
+    for line in source.split("\n"):
+        splice = re.search(r"\\[ \t]*\r?$", line)
+        piece = line[:splice.start()] if splice else line + "\n" * (held + 1)
+        pieces.append(piece)
+        length += len(piece)
+        held = held + 1 if splice else 0
+        if splice:
+            joins.append(length)
+    return "".join(pieces)[:-1], joins
+
+
+def _asm_words(bare: str) -> tuple[set[str], set[str]]:
+    """asm and its spellings, plus the macros whose body uses one (and which of those take no arguments)."""
+    defines = re.findall(r"^[ \t]*#[ \t]*define[ \t]+([\w$]+)(\(?)(.*)$", bare, re.M)
+    words, grew = set(_ASM_WORDS), True
+    while grew:
+        grew = False
+        for name, paren, body in defines:
+            if name not in words and words & set(re.findall(r"[\w$]+", body)):
+                words.add(name)
+                grew = True
+    return words, {name for name, paren, _ in defines if name in words and not paren} | set(_ASM_WORDS)
+
+
+def _ends_declarator(before: str) -> bool:
+    """Whether `before` ends like a declarator (a name, `)` or `]`): an asm there is a label, which gives
+    the declaration another symbol's name (getenv). Not so after if/for/while (...), else or do."""
+    end = re.search(r"(\)|\]|(?<![\w$])[\w$]+)\s*$", before)
+    if not end or end.group(1) in ("else", "do", "__extension__"):
+        return False
+    i, depth = end.start(1), 0
+    while end.group(1) == ")" and i >= 0:   # back to the matching (
+        depth += {")": 1, "(": -1}.get(before[i], 0)
+        if depth == 0:
+            return re.search(r"[\w$]*\s*$", before[:i]).group(0).strip() not in ("if", "for", "while", "switch",
+                                                                                "constexpr")
+        i -= 1
+    return True
+
+
+def _asm(text: str, bare: str, literals: list):
+    """Problems with asm as [(offset, what, why)]: labels, and templates that are not string literals;
+    and each template's text as [(offset, text)], for the rules on "asm"."""
+    found, templates = [], []
+    words, plain = _asm_words(bare)
+    starts = [lit[0] for lit in literals]
+    flat = re.sub(r"(?m)^[ \t]*#.*$", lambda d: _blank(d.group(0)), bare)   # directive lines blanked
+    for m in re.finditer(r"(?<![\w$])(" + "|".join(map(re.escape, sorted(words))) + r")(?![\w$])", bare):
+        head = bare[bare.rfind("\n", 0, m.start()) + 1:m.start()]
+        define = re.match(r"[ \t]*#[ \t]*define[ \t]+[\w$]+(\([^)]*\))?", head)
+        if head.lstrip().startswith("#") and not define:
+            continue   # #ifdef, #undef, or the name of a macro being defined
+        before = head[define.end():] if define else flat[max(0, m.start() - 1000):m.start()]
+        if _ends_declarator(before):
+            found.append((m.start(), m.group(1), "asm labels are not allowed (they can name any library function)"))
+            continue
+        call = re.compile(_ASM_QUALIFIERS + r"\s*\(").match(bare, m.end())
+        if m.group(1) not in plain or not call:
+            continue
+        p, k, pieces = call.end(), bisect.bisect_left(starts, call.end()), []
+        while True:   # the template: string literals, written out, then `:` or `)`
+            p = re.compile(r"\s*").match(bare, p).end()
+            if k == len(literals) or literals[k][0] != p:
+                break
+            s, e, bs, be, raw = literals[k]
+            pieces.append(text[bs:be] if raw else _unescape(text[bs:be]))
+            p, k = e, k + 1
+        if bare[p:p + 1] in (":", ")"):
+            templates.append((m.start(), "".join(pieces)))
         else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+            found.append((m.start(), m.group(1) + "(...)",
+                          "an asm template must be written-out string literals (no macros)"))
+    return found, templates
 
 
-def _normalise(source: str) -> str:
-    # digraph %: is #; a backslash-newline joins lines (keep a newline for numbering)
-    text = source.replace("%:", "#")
-    text = re.sub(r"\\\r?\n", lambda m: "", text)
-    return text
+def _strings(text: str, bare: str, literals: list) -> list[tuple[int, str]]:
+    """(offset, text) of every string literal, escapes decoded, adjacent literals ("gete" "nv") joined."""
+    runs, end = [], None
+    for s, e, ts, te, raw in literals:
+        body = text[ts:te] if raw else _unescape(text[ts:te])
+        if runs and re.fullmatch(r"\s*(u8|[uUL])?", bare[end:s]):
+            runs[-1] = (runs[-1][0], runs[-1][1] + body)
+        else:
+            runs.append((s, body))
+        end = e
+    return runs
+
+
+def _includes(code: str) -> list[tuple[int, str, str]]:
+    found = []
+    for inc in re.finditer(r"^[ \t]*#[ \t]*include\b[ \t]*(.*)$", code, re.M):
+        m = re.match(r"[<\"]([^>\"]+)[>\"]", inc.group(1))
+        if not m:
+            found.append((inc.start(), inc.group(0).strip(), "a computed #include is not allowed"))
+            continue
+        header = m.group(1).strip()
+        if header.startswith("/") or ".." in header.split("/"):
+            found.append((inc.start(), f"#include <{header}>",
+                          "an #include path may not leave the include directories"))
+        elif header not in ALLOWED_INCLUDES and not header.startswith(_ALLOWED_PREFIXES):
+            why = next((w for p, w in _LIBRARIES if p.search(header)), None)
+            why = why or next((w for p, w in _HEADERS if re.fullmatch(p, header)), None)
+            found.append((inc.start(), f"#include <{header}>", why or "this header is not on the allow-list"))
+    return found
 
 
 def scan(source: str) -> list[Problem]:
-    """Everything forbidden in `source`, in order of lines (empty list: may be compiled)."""
-    code = strip_comments(_normalise(source))
-    problems: list[Problem] = []
-    lines = code.splitlines()
-    for no, line in enumerate(lines, 1):
-        inc = re.match(r"\s*#\s*include\b\s*(.*)$", line)
-        if inc:
-            m = re.match(r"[<\"]([^>\"]+)[>\"]", inc.group(1))
-            if not m:
-                problems.append(Problem(no, line.strip(), "a computed #include is not allowed"))
-                continue
-            header = m.group(1).strip()
-            if header not in ALLOWED_INCLUDES and not header.startswith(_ALLOWED_PREFIXES):
-                why = next((w for p, w in _LIBRARIES if p.search(header)), None)
-                problems.append(Problem(no, f"#include <{header}>",
-                                        why or "only the CUDA runtime and standard headers are allowed"))
-            continue
-        for pattern, why in _LIBRARIES + _CONSTRUCTS:
-            m = pattern.search(line)
-            if m:
-                problems.append(Problem(no, m.group(0).strip(), why))
-                break
-        for m in re.finditer(r"\b(asm|__asm__|__asm)\b", line):
-            # inline PTX is fine (cp.async, mma...); host instructions that leave the sandbox are not
-            if _HOST_ASM.search(line[m.end():]):
-                problems.append(Problem(no, "asm(...)", "host assembly that makes system calls is not allowed"))
-                break
+    """Everything forbidden in `source`, in order of lines, one per line (empty list: may be compiled)."""
+    text, joins = _splice(source.lstrip("\ufeff"))
+    code, bare, literals = _lex(text)
+    # digraphs are tokens (not in strings): %:%: is ##, %: is # (same length, so offsets stay)
+    code, bare = (t.replace("%:%:", "##  ").replace("%:", "# ") for t in (code, bare))
+    asm_found, templates = _asm(text, bare, literals)
+    found = _includes(code) + asm_found
+    for s, e, _, _, raw in literals:
+        # a raw string keeps its backslash-newlines: joining them could end it early here but not for g++
+        if raw and bisect.bisect_right(joins, s) < bisect.bisect_left(joins, e):
+            found.append((s, "R\"(...)\"", "a backslash at the end of a line inside a raw string is not allowed"))
+    texts = {"bare": [(0, bare)], "code": [(0, code)], "strings": _strings(text, bare, literals), "asm": templates}
+    for where, pattern, why in _RULES:
+        for offset, chunk in texts[where]:
+            for m in pattern.finditer(chunk):
+                if why is None:   # a library function: the reason is by name
+                    name = next(g for g in m.groups() if g)
+                    why_here = _WHY[name]
+                    if name in _COMMON and where == "bare" and not re.match(r"\s*\(", chunk[m.end():m.end() + 80]):
+                        why_here += f" (a variable called {name} too: rename it; a member, x.{name}, is fine)"
+                found.append((offset + m.start() if where in ("bare", "code") else offset,
+                              m.group(0).strip(), why if why is not None else why_here))
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    problems, seen = [], set()
+    for line, (offset, what, why) in sorted(((bisect.bisect_left(newlines, f[0]) + 1, f) for f in found),
+                                            key=lambda lf: lf[0]):
+        if line not in seen:
+            seen.add(line)
+            problems.append(Problem(line, what, why))
     return problems
 
 
@@ -150,5 +368,6 @@ def message(problems: list[Problem], filename: str = "kernel.cu") -> str:
         lines.append(f"  ... and {len(problems) - len(shown)} more")
     if any("#include" in p.what for p in problems):
         lines.append("Allowed headers: " + ", ".join(f"<{h}>" for h in ALLOWED_INCLUDES[:14]) + ", the C "
-                     "standard headers (<cstdint>, <cmath>, <cstdio>, ...) and <cuda/std/...>.")
+                     "standard headers (<cstdint>, <cmath>, <cstdio>, <cstdlib>, ...), a few C++ ones "
+                     "(<algorithm>, <array>, <vector>, <iostream>, ...) and <cuda/std/...>.")
     return "\n".join(lines)

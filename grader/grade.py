@@ -92,7 +92,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         problems = forbidden.scan(source) if scan else []
         if problems:
             res.message = forbidden.message(problems, filename)
-            res.hint = "Write the GEMM yourself in __global__ kernels; only the CUDA runtime and standard headers."
+            res.hint = ("Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
+                        "runtime and standard headers only; the list above says what to remove.")
             return res
         build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename,
                                 timeout=compile_timeout)
