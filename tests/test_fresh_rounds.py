@@ -180,3 +180,19 @@ def test_warmup_ms_keeps_calling_before_timing(monkeypatch):
     calls = []
     timing.time_gpu({"k": lambda: calls.append(1)}, warmup=1, min_runs=1, max_runs=1, warmup_ms=30)
     assert len(calls) > 2  # 1 fixed warm-up + at least one more round of warm-up + 1 timed run
+
+
+def test_rows_skipped_or_faked_at_the_timed_size_fail_every_time():
+    """Four random rows per round would miss a kernel that skips a few rows most of the time;
+    the poison scan and the column sums catch it in the first round."""
+    ins, outs, fr = _setup("tiled", (256, 64, 96))
+
+    def skips_rows():  # leaves 3 rows unwritten (still the poison)
+        torch.matmul(ins["A"][:-3], ins["B"], out=outs["C"][:-3])
+    assert _rounds(fr, skips_rows) == 1 and "never written" in fr.failure
+
+    def fakes_rows():  # writes zeros in 3 rows instead of computing them
+        torch.matmul(ins["A"], ins["B"], out=outs["C"])
+        outs["C"][100:103] = 0.0
+    ins, outs, fr = _setup("tiled", (256, 64, 96))
+    assert _rounds(fr, fakes_rows) == 1 and ("column" in fr.failure or "elements wrong" in fr.failure)
