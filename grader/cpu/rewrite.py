@@ -52,6 +52,7 @@ _UNSUPPORTED_TOKENS = {
                                                                  "(use __shfl_sync(0xffffffff, ...) and friends)",
     r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEvent\w+":
         "this runtime API call (streams, events, managed or pinned memory)",
+    r"\bcudaLaunchKernel\w*\b": "cudaLaunchKernel (launch with kernel<<<grid, block, shared, stream>>>(...))",
 }
 _BARRIER = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
                       r"|__activemask|__match\w*_sync|__reduce\w*_sync)\b")

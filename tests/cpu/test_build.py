@@ -59,6 +59,7 @@ def test_wrong_launcher_signature_is_a_compile_error():
 @pytest.mark.parametrize("snippet,words", [
     ('asm volatile("membar.gl;");', "inline PTX assembly"),
     ("unsigned v = __shfl_down(1, 1);", "without _sync"),
+    ("cudaLaunchKernel((void*)0, dim3(1), dim3(1), nullptr, 0, 0);", "kernel<<<grid, block, shared, stream>>>"),
 ])
 def test_unsupported_construct_is_named_with_its_line(snippet, words):
     src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
