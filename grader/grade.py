@@ -274,7 +274,8 @@ def _same(a: dict, b: dict) -> bool:
 def _died_message(run: sandbox.ChildRun, shape) -> str:
     dims = "x".join(map(str, shape))
     if run.timed_out:
-        return f"the kernel did not finish at shape {dims}: killed after the time limit (a hang?)"
+        return (f"the kernel did not finish at shape {dims}: killed after the time limit (a hang? a loop that "
+                "never ends, in the kernel or in its launcher)")
     return f"the kernel {run.describe_exit()} at shape {dims}" + \
         (f"; its output ends with:\n{run.output[-800:]}" if run.output.strip() else "")
 

@@ -108,6 +108,9 @@ def _with_prelude(source: str, exercise: str | None, filename: str) -> str:
     return f'{prelude}#line 1 "{filename}"\n{source}'
 
 
+_FAILED: dict[tuple[str, float], CompileError] = {}  # compile errors of this process, by build key and time limit
+
+
 def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
           filename: str = "kernel.cu", extra_flags: tuple[str, ...] = (),
           sanitize: bool = False, timeout: float | None = None) -> Build:
@@ -136,6 +139,9 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
     lib = out_dir / "kernel.so"
     if lib.exists():
         return Build(lib, backend, exercise, key, cached=True)
+    failed = _FAILED.get((key, timeout))
+    if failed:  # the same text failed in this process (batch: phase 1, then phase 2): fail again at once
+        raise CompileError(str(failed), failed.log)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out_dir.parent))
@@ -157,6 +163,10 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             work.rename(out_dir)  # atomic publish; a concurrent build may have won
         except OSError:
             shutil.rmtree(work, ignore_errors=True)
+    except CompileError as e:
+        shutil.rmtree(work, ignore_errors=True)
+        _FAILED[(key, timeout)] = e
+        raise
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -189,3 +189,18 @@ def test_odd_names_and_a_notebook_naming_a_file(tmp_path):
     json.loads((tmp_path / "g.json").read_text())
     with pytest.raises(Exception, match="name the CSV"):
         batch.run_batch("naive", d, tmp_path / "g.json", backend="cpu", progress=False)
+
+
+def test_a_file_that_does_not_compile_is_compiled_once(tmp_path, monkeypatch):
+    """Phase 2 reuses phase 1's compile error (a compile that hits the time limit costs it once)."""
+    from grader import batch, cpu
+
+    d = tmp_path / "subs"
+    d.mkdir()
+    broken = (SUBS / "compile_error.cu").read_text() + f"\n// {tmp_path.name}\n"  # not in any cache yet
+    (d / "bob.cu").write_text(broken)
+    calls = []
+    real = cpu.compile_library
+    monkeypatch.setattr(cpu, "compile_library", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rows = batch.run_batch("naive", d, tmp_path / "g.csv", jobs=1, backend="cpu", progress=False)
+    assert rows[0]["message"].startswith("does not compile") and len(calls) == 1
