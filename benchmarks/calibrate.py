@@ -19,14 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import batch, exercises, grade  # noqa: E402
+from grader import exercises, grade, submissions  # noqa: E402
 
 
 def candidates(ex: exercises.Exercise, extra: list[str]) -> dict[str, str]:
     """label -> kernel source: the reference, the notebook solutions, the extras."""
     found = {ex.reference: ex.reference_path.read_text()}
     for nb in sorted((ROOT / "solutions").glob("*.ipynb")):
-        src = batch.notebook_kernel(nb.read_text(), ex.name)
+        src = submissions.notebook_kernel(nb.read_text(), ex.name)
         if src is not None:
             found[nb.name] = src
     for item in extra:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from . import batch, binding, checks, exercises, forbidden, sandbox, toolchain
+from . import binding, checks, exercises, forbidden, sandbox, submissions, toolchain
 from .errors import CannotGrade, CompileError, GraderError, SubmissionError
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
@@ -67,7 +67,7 @@ def _read_submission(source_or_path, exercise: str) -> tuple[str, str]:
         path = Path(source_or_path)
         if not path.is_file():
             raise CannotGrade(f"{path}: no such file")
-        return batch.notebook_source(path, exercise), f"{path.stem}.cu"
+        return submissions.notebook_source(path, exercise), f"{path.stem}.cu"
     return binding.read_source(source_or_path)
 
 

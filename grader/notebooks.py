@@ -64,7 +64,7 @@ def exercise_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def kernel_cells(nb: nbformat.NotebookNode) -> dict[str, str]:
     """{exercise: kernel source} of the notebook's kernel cells (the grader's own parser)."""
-    from .batch import notebook_kernels
+    from .submissions import notebook_kernels
     return notebook_kernels(nb)
 
 

@@ -51,7 +51,7 @@ def _csv(path: Path) -> dict[str, dict]:
 
 
 def test_notebook_kernel_marker():
-    from grader.batch import notebook_kernel
+    from grader.submissions import notebook_kernel
     nb = _notebook(["x = 1", "%%writefile t.cu\n// grader: tiled\nA", "// grader: naive\nB",
                     "// grader: tiled\nC"])
     assert notebook_kernel(nb, "tiled") == "// grader: tiled\nC\n"
