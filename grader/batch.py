@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import CannotGrade, GraderError
-from .submissions import Submission, discover, printable
+from .submissions import Submission, discover, kernel_filename, printable
 
 # nbgrader's CSV export has assignment, student_id, timestamp, raw_score, score, max_score:
 # ours uses the same names for the same things.
@@ -223,10 +223,9 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
         sub, _ = item
         try:
             if isinstance(sub.source, str) and sub.source.strip() and not forbidden.scan(sub.source):
-                # the file name phase 2 uses (grade reads the file), so phase 2 finds this build or its error
-                name = sub.path.name if sub.path.suffix.lower() == ".cu" else f"{sub.path.stem}.cu"
+                # the file name phase 2 gives it (grade reads the file), so phase 2 finds this build or its error
                 toolchain.build(sub.source, backend=backend, exercise=exercise, timeout=compile_timeout,
-                                filename=name)
+                                filename=kernel_filename(sub.path))
         except GraderError:
             pass  # phase 2 grades it again and reports the error
         except Exception:  # noqa: BLE001 — never stop the batch

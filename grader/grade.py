@@ -9,11 +9,9 @@ same child, the same way, and must reach the exercise's threshold.
 """
 from __future__ import annotations
 
-import os
 import re
 import secrets
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 
@@ -60,17 +58,6 @@ class Result:
         return 0 if self.passed else 1
 
 
-def _read_submission(source_or_path, exercise: str) -> tuple[str, str]:
-    """(source, file name): a .cu path or text, or a notebook whose kernel cell is graded."""
-    if isinstance(source_or_path, (str, os.PathLike)) and str(source_or_path).lower().endswith(".ipynb") \
-            and "\n" not in str(source_or_path):
-        path = Path(source_or_path)
-        if not path.is_file():
-            raise CannotGrade(f"{path}: no such file")
-        return submissions.notebook_source(path, exercise), f"{path.stem}.cu"
-    return binding.read_source(source_or_path)
-
-
 def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | None = None,
           thresholds_file=None, timeout: float | None = None, time_it: bool = True,
           compile_timeout: float | None = None, gpu: int | None = None, scan: bool = True,
@@ -86,7 +73,7 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     backend = binding.resolve_backend(backend)
     res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" else None)
     try:
-        source, filename = _read_submission(source_or_path, exercise)
+        source, filename = submissions.read(source_or_path, exercise)
         if not source.strip():
             raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
         problems = forbidden.scan(source) if scan else []

@@ -127,6 +127,21 @@ def notebook_source(path: Path, exercise: str) -> str:
     return cell
 
 
+def kernel_filename(path: Path) -> str:
+    """The name compiler messages give a submission's kernel: the .cu file's, or the notebook's as .cu."""
+    return path.name if path.suffix.lower() == ".cu" else f"{path.stem}.cu"
+
+
+def read(source_or_path, exercise: str) -> tuple[str, str]:
+    """(kernel source, file name) of what `check` is given: kernel text, a .cu path, or a notebook
+    (its kernel cell for `exercise`)."""
+    from .binding import read_source  # torch: only when a kernel is really read
+    text = str(source_or_path)
+    if "\n" not in text and text.lower().endswith(".ipynb") and Path(text).is_file():
+        return notebook_source(Path(text), exercise), kernel_filename(Path(text))
+    return read_source(source_or_path)  # a missing notebook, too, is "no such file"
+
+
 def _read(path: Path, exercise: str) -> Submission:
     sid = path.stem
     if path.suffix.lower() == ".ipynb":

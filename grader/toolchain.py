@@ -150,23 +150,19 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout)
         else:
             from . import cpu
-            try:
-                cpu.compile_library(source, work / "kernel.so", filename=filename,
-                                    prelude=contract.declarations(exercise) if exercise else "",
-                                    sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags)
-            except CompileError as e:
-                hint = signature_hint(str(e), exercise)
-                if not hint:
-                    raise
-                raise CompileError(str(e) + hint, e.log) from None
+            cpu.compile_library(source, work / "kernel.so", filename=filename,
+                                prelude=contract.declarations(exercise) if exercise else "",
+                                sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags)
         try:
             work.rename(out_dir)  # atomic publish; a concurrent build may have won
         except OSError:
             shutil.rmtree(work, ignore_errors=True)
     except CompileError as e:
         shutil.rmtree(work, ignore_errors=True)
+        if backend == "cpu":  # nvcc's messages get the contract's signatures in diagnostics()
+            e = CompileError(str(e) + signature_hint(str(e), exercise), e.log)
         _FAILED[(key, timeout)] = e
-        raise
+        raise e from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

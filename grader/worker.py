@@ -181,13 +181,12 @@ class FreshRounds:
             return True
         return self.exercise in GEMM_ONLY and not self._column_sums_ok()
 
-
     def _column_sums_ok(self) -> bool:
         """Every row counts: C's column sums must equal (1^T A) B, within the sum of the rows' tolerances
         (a kernel that writes plausible values in a few rows it skipped fails here, not only by chance)."""
         a, b, c = self.ins["A"].double(), self.ins["B"].double(), self.outs["C"].double()
         expected = a.sum(0) @ b
-        tol = 8 * checks.EPS32 * max(self.shape[2], 1) ** 0.5 * (a.abs().sum(0) @ b.abs())
+        tol = checks.gemm_tolerance(a.abs().sum(0) @ b.abs(), self.shape[2])
         bad = ((c.sum(0) - expected).abs() > tol).nonzero().flatten()
         if len(bad):
             self.failure = (f"in round {self.rounds} (inputs drawn afresh every round): the sums of "
