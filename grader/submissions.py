@@ -16,8 +16,12 @@ which assigns the kernel file to SOURCE as a string literal, as the course noteb
     ...
     '''
 
-or a cell of CUDA whose first line (after an optional `%%writefile tiled.cu` line) is
-`// grader: EXERCISE`. The last such cell for the exercise wins. In a student folder
+(`SOURCE: str = r'''...'''` too), or a cell of CUDA whose first line (after an optional
+`%%writefile tiled.cu` line) is `// grader: EXERCISE`. The last such cell for the exercise wins.
+Since the literal is what is graded, a kernel cell that binds SOURCE anywhere else, or a later
+cell (before the next kernel cell) that does (SOURCE = SOURCE.replace(...), SOURCE += ...), is
+refused with the line that does it. The graded text keeps the cell's line numbers (blank lines
+in front), and messages call it "NAME.ipynb (kernel cell)". In a student folder
 with several candidate files, one with a kernel cell / marker line for the exercise
 wins, else one whose name contains the exercise, else the only one. Whatever cannot be
 read becomes a Submission with a `problem` that says why, never an exception.
@@ -61,42 +65,130 @@ def printable(text: str) -> str:
 
 # ---------------------------------------------------------------------------- finding submissions
 PY_MARKER = re.compile(r"^#\s*kernel:\s*(\w+)\s*$")
+# cell magics whose body is Python that runs (the rest, %%bash or %%writefile..., is not Python)
+PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun", "%%debug")
 
 
-def _kernel_cells(nb) -> dict[str, str | SubmissionError]:
-    """{exercise: kernel file, or why its last kernel cell cannot be read}. Raises ValueError when
-    `nb` is not a notebook's JSON (a dict with a list of cells)."""
+@dataclass
+class KernelCell:
+    """A notebook's kernel cell: the kernel file, and the cell line its first line is on."""
+    source: str
+    first_line: int = 1
+
+    @property
+    def as_graded(self) -> str:
+        """The kernel file with blank lines in front, so that line L of what the compiler and the
+        scan see is line L of the cell (messages give the learner's cell lines)."""
+        return "\n" * (self.first_line - 1) + self.source
+
+
+def _source_bindings(tree) -> list[int]:
+    """Lines where Python code binds (or deletes) the name SOURCE, in any form."""
     import ast
 
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "SOURCE" and isinstance(node.ctx, (ast.Store, ast.Del)):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == "SOURCE":
+            lines.append(node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "SOURCE":
+            lines.append(node.lineno)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and "SOURCE" in node.names:
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ExceptHandler) and node.name == "SOURCE":
+            lines.append(node.lineno)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == "SOURCE":
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def _python_of_cell(src: str):
+    """The cell's Python syntax tree (IPython magics and shell lines blanked, lines kept), or None
+    when it is not Python (%%bash, %%writefile, a syntax error): then it runs no Python of ours to see."""
+    import ast
+
+    lines = src.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        if not lines[0].lstrip().startswith(PYTHON_CELL_MAGICS):
+            return None
+        lines[0] = ""
+    lines = [re.sub(r"^(\s*)[%!].*", r"\1pass", line) for line in lines]
+    try:
+        return ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _literal_cell(exercise: str, src: str) -> KernelCell | SubmissionError:
+    """The kernel file a `# kernel: EXERCISE` cell sets SOURCE to, or why it cannot be read.
+
+    The cell is parsed, never run, so what is graded is the string literal; a cell that binds
+    SOURCE anywhere else (SOURCE = SOURCE.replace(...), +=, another assignment) would run another
+    kernel than the one graded, and is refused. `SOURCE: str = r'''...'''` counts as the assignment."""
+    import ast
+
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError) as e:
+        return SubmissionError(
+            f"its `# kernel: {exercise}` cell is not valid Python (line {e.lineno or 0}: {getattr(e, 'msg', e)}); "
+            "the cell must set SOURCE = r\'\'\'...\'\'\' to the kernel file")
+    literal = None
+    for node in tree.body:
+        target = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        if (len(target) == 1 and isinstance(target[0], ast.Name) and target[0].id == "SOURCE"
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            literal = literal or node
+    if literal is None:
+        return SubmissionError(f"its `# kernel: {exercise}` cell does not set SOURCE to one string literal "
+                               "(SOURCE = r\'\'\'...\'\'\'; it is read, never run)")
+    others = [line for line in _source_bindings(tree) if line != literal.lineno]
+    if others:
+        return SubmissionError(
+            f"its `# kernel: {exercise}` cell rewrites SOURCE after setting it (line {others[0]} of the cell): "
+            "the grader grades the string literal only (the cell is read, never run), so it would grade another "
+            "kernel than the one your notebook runs. Put the whole kernel file in the one SOURCE = r\'\'\'...\'\'\' "
+            "literal, and change SOURCE nowhere else.")
+    value = literal.value
+    exact = value.end_lineno is not None and value.value.count("\n") == value.end_lineno - value.lineno
+    return KernelCell(value.value, value.lineno if exact else 1)
+
+
+def _kernel_cells(nb) -> dict[str, KernelCell | SubmissionError]:
+    """{exercise: its last kernel cell, or why that cell cannot be graded}. Raises ValueError when
+    `nb` is not a notebook's JSON (a dict with a list of cells)."""
     if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
         raise ValueError("not a Jupyter notebook (no list of cells)")
-    found: dict[str, str | SubmissionError] = {}
-    for cell in nb.get("cells", []):
+    found: dict[str, KernelCell | SubmissionError] = {}
+    open_exercise = None  # the exercise whose SOURCE the cells that follow see
+    for number, cell in enumerate(nb.get("cells", []), start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
         src = "".join(map(str, src)) if isinstance(src, list) else str(src)
         lines = src.splitlines()
         if lines and (m := PY_MARKER.match(lines[0].strip())):
-            try:
-                body = ast.parse("\n".join(lines[1:])).body
-            except SyntaxError as e:
-                found[m.group(1)] = SubmissionError(
-                    f"its `# kernel: {m.group(1)}` cell is not valid Python (line {(e.lineno or 0) + 1}: {e.msg}); "
-                    "the cell must set SOURCE = r\'\'\'...\'\'\' to the kernel file")
-                continue
-            found[m.group(1)] = SubmissionError(
-                f"its `# kernel: {m.group(1)}` cell does not set SOURCE to one string literal "
-                "(SOURCE = r\'\'\'...\'\'\'; it is read, never run)")
-            for node in body:
-                if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SOURCE" for t in node.targets)
-                        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-                    found[m.group(1)] = node.value.value
+            open_exercise = m.group(1)
+            found[open_exercise] = _literal_cell(open_exercise, src)
             continue
         if lines and lines[0].lstrip().startswith("%%"):
-            lines = lines[1:]
-        if lines and (m := MARKER.match(lines[0])):
-            found[m.group(1)] = "\n".join(lines) + "\n"
+            if (m := MARKER.match(lines[1] if len(lines) > 1 else "")):
+                found[m.group(1)] = KernelCell("\n".join(lines[1:]) + "\n", 2)
+                continue
+        elif lines and (m := MARKER.match(lines[0])):
+            found[m.group(1)] = KernelCell("\n".join(lines) + "\n")
+            continue
+        if open_exercise and isinstance(found.get(open_exercise), KernelCell):
+            tree = _python_of_cell(src)
+            rebinds = _source_bindings(tree) if tree is not None else []
+            if rebinds:
+                found[open_exercise] = SubmissionError(
+                    f"cell {number} (counting every cell from 1) rewrites SOURCE (its line {rebinds[0]}) after the "
+                    f"`# kernel: {open_exercise}` cell: the grader grades that cell's string literal only, so it "
+                    "would grade another kernel than the one your notebook runs. Put the final kernel file in the "
+                    "kernel cell's literal, and change SOURCE nowhere else.")
     return found
 
 
@@ -104,7 +196,7 @@ def notebook_kernels(nb) -> dict[str, str]:
     """{exercise: kernel file} of a notebook (its JSON as a dict): for each exercise, its last
     kernel cell, either `# kernel: EXERCISE` + `SOURCE = r"..."` (the course's notebooks; parsed,
     never run), or `// grader: EXERCISE` + CUDA source (after an optional `%%writefile` line)."""
-    return {k: v for k, v in _kernel_cells(nb).items() if isinstance(v, str)}
+    return {k: v.source for k, v in _kernel_cells(nb).items() if isinstance(v, KernelCell)}
 
 
 def notebook_kernel(nb_text: str, exercise: str) -> str | None:
@@ -124,12 +216,13 @@ def notebook_source(path: Path, exercise: str) -> str:
                               f"starting `// grader: {exercise}`)")
     if isinstance(cell, SubmissionError):
         raise SubmissionError(f"{path.name}: {cell}")
-    return cell
+    return cell.as_graded
 
 
 def kernel_filename(path: Path) -> str:
-    """The name compiler messages give a submission's kernel: the .cu file's, or the notebook's as .cu."""
-    return path.name if path.suffix.lower() == ".cu" else f"{path.stem}.cu"
+    """The name messages give a submission's kernel: the .cu file's, or for a notebook "NAME.ipynb
+    (kernel cell)", whose line numbers are the kernel cell's (notebook_source pads the kernel so)."""
+    return path.name if path.suffix.lower() == ".cu" else f"{path.name} (kernel cell)"
 
 
 def read(source_or_path, exercise: str) -> tuple[str, str]:
