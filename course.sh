@@ -1,42 +1,102 @@
 #!/usr/bin/env bash
 # The course's two set-up commands (README "Quickstart"):
-#   ./course.sh lab    install everything into .venv and open the course in JupyterLab
-#   ./course.sh test   install everything into .venv and run the whole test suite
-# Works with or without an NVIDIA GPU. Set PYTHON to choose the interpreter and
-# TORCH to choose the torch requirement (default: torch==2.13.0).
+#   ./course.sh lab [ARGS...]   install into .venv, check the machine, open JupyterLab (ARGS go to `jupyter lab`,
+#                               e.g. --no-browser --port 8890 --ip 0.0.0.0; --allow-root is added when run as root)
+#   ./course.sh test            install into .venv and run the whole test suite (what CI runs)
+# Works with or without an NVIDIA GPU. Variables:
+#   PYTHON       the interpreter that makes .venv (default python3)
+#   TORCH        the torch requirement and any pip options, word-split:
+#                TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126"
+#   TORCH_INDEX  only the index to take torch from (default: PyPI with a GPU, PyTorch's CPU index without)
+# The install runs again only when pyproject.toml or the torch choice changed (.venv/.course-stamp).
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
-TORCH=${TORCH:-torch==2.13.0}
+TORCH_PIN=torch==2.13.0
+CPU_INDEX=https://download.pytorch.org/whl/cpu
+VENV=$PWD/.venv
+
+has_gpu() {
+    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '
+}
+
+# The pip arguments that install torch, one per line (so TORCH is word-split, never glob-expanded).
+torch_args() {
+    if [ -n "${TORCH:-}" ]; then
+        local -a words
+        read -r -a words <<<"$TORCH"
+        printf '%s\n' "${words[@]}" ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
+    elif [ -n "${TORCH_INDEX:-}" ]; then
+        printf '%s\n' "$TORCH_PIN" --index-url "$TORCH_INDEX"
+    elif has_gpu; then
+        printf '%s\n' "$TORCH_PIN"                 # PyPI's CUDA build (about 4.5 GB with its nvidia-* wheels)
+    elif local_cpu_wheel; then
+        printf '%s\n' "$TORCH_PIN"                 # pip's own configuration already yields a CPU wheel
+    else
+        printf '%s\n' "$TORCH_PIN" --index-url "$CPU_INDEX"   # the CPU build: about 190 MB instead of 4.5 GB
+    fi
+}
+
+pip_run() {
+    if [ -x "$VENV/bin/pip" ]; then "$VENV/bin/pip" "$@"; else "$PYTHON" -m pip "$@"; fi
+}
+
+# True when pip, as configured here (find-links, a local mirror), resolves the pin to a CPU
+# build without going to any index: then the plain pin is both the right build and offline.
+local_cpu_wheel() {
+    pip_run install --dry-run --no-index --no-deps --ignore-installed --quiet --report - "$TORCH_PIN" \
+        2>/dev/null | grep -q '"version": "[^"]*+cpu"'
+}
 
 setup() {
-    if [ ! -x .venv/bin/python ]; then
-        "$PYTHON" -m venv .venv
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PYTHON" -m venv "$VENV"
+    fi
+    local -a targs
+    mapfile -t targs < <(torch_args)
+    local stamp
+    stamp="$(cat pyproject.toml; printf '%s\n' "${targs[@]}")"
+    if [ -f "$VENV/.course-stamp" ] && [ "$(cat "$VENV/.course-stamp")" = "$stamp" ] \
+        && "$VENV/bin/python" -c "import torch, grader" 2>/dev/null; then
+        return 0  # nothing changed since the last install
     fi
     # torch first, on its own: pip then never swaps it for another build
-    .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q "$TORCH"
-    .venv/bin/pip install -q -e ".[course,dev]"
-    .venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+    if ! "$VENV/bin/python" -c "import torch" 2>/dev/null || [ -n "${TORCH:-}${TORCH_INDEX:-}" ]; then
+        echo "installing torch: pip install ${targs[*]}" >&2
+        "$VENV/bin/pip" install -q "${targs[@]}"
+    fi
+    "$VENV/bin/pip" install -q -e ".[course,dev]"
+    # the kernel finds .venv/bin first (ninja for load_inline, nvcc wrappers), however JupyterLab was started
+    "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 --env PATH "$VENV/bin:\${PATH}" >/dev/null
+    printf '%s' "$stamp" >"$VENV/.course-stamp"
 }
 
 case "${1:-}" in
     lab)
+        shift
         setup
-        .venv/bin/python -m grader doctor || true
-        exec .venv/bin/jupyter lab notebooks/
+        export PATH="$VENV/bin:$PATH"
+        python -m grader doctor || true
+        extra=()
+        if [ "$(id -u)" = 0 ]; then extra+=(--allow-root); fi  # containers and cloud boxes run as root
+        exec jupyter lab notebooks/ "${extra[@]}" "$@"
         ;;
     test)
         setup
-        .venv/bin/python -m grader doctor
+        export PATH="$VENV/bin:$PATH"
+        python -m grader doctor
         # unit tests, kernel compiles (sm_75/80/90 where nvcc exists), then every
         # solution notebook executed under nbval (outputs that vary are ignored: --nbval-lax)
-        .venv/bin/python -m pytest -q -ra tests
+        python -m pytest -q -ra tests
         if compgen -G "solutions/*.ipynb" >/dev/null; then
-            .venv/bin/python -m pytest -q -ra --nbval-lax solutions/
+            python -m pytest -q -ra --nbval-lax solutions/
         fi
         ;;
+    torch-args)  # what setup would pass to pip for torch, one per line (for checking TORCH/TORCH_INDEX)
+        torch_args
+        ;;
     *)
-        echo "usage: ./course.sh lab | test" >&2
+        echo "usage: ./course.sh lab [jupyter lab options] | test" >&2
         exit 2
         ;;
 esac
