@@ -129,7 +129,8 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
         arch = gpu_arch()
         ident = f"nvcc {nvcc_version()} {arch}"
     elif backend == "cpu":
-        from . import cpu
+        from . import cpu, hostcc
+        hostcc.require()  # no g++, or clang: the machine's problem (exit 2), not the kernel's
         ident = f"cpu {cpu.toolchain_id()} sanitize={sanitize}"
     else:
         raise CannotGrade(f"unknown backend {backend!r}: use cuda or cpu")

@@ -1,7 +1,7 @@
 """`python -m grader list` and `doctor`: what a newcomer runs first."""
 import shutil
 
-from grader import cli, contract, doctor
+from grader import cli, contract, doctor, hostcc
 
 
 def test_list_names_every_exercise_and_its_launchers(capsys):
@@ -23,6 +23,9 @@ def test_doctor_passes_on_this_machine_and_names_the_backend(capsys):
 def test_doctor_without_a_compiler_fails_with_the_fix(monkeypatch, capsys):
     real_which = shutil.which
     monkeypatch.setattr(doctor.shutil, "which", lambda name: None if name in ("g++", "c++") else real_which(name))
+    monkeypatch.delenv("CXX", raising=False)
+    hostcc.probe.cache_clear()
     assert doctor.main() == 1
+    hostcc.probe.cache_clear()
     out = capsys.readouterr().out
     assert "[FAIL] g++" in out and "apt install g++" in out
