@@ -15,6 +15,7 @@ PYTHON=${PYTHON:-python3}
 TORCH_PIN=torch==2.13.0
 CPU_INDEX=https://download.pytorch.org/whl/cpu
 VENV=$PWD/.venv
+FRESH_INSTALL=1
 
 has_gpu() {
     command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '
@@ -52,15 +53,21 @@ setup() {
     if [ ! -x "$VENV/bin/python" ]; then
         "$PYTHON" -m venv "$VENV"
     fi
+    local stamp gpu=no
+    if has_gpu; then gpu=yes; fi
+    # what the install depends on: the project's requirements and the torch choice (not the pip dry run
+    # torch_args may make: that costs seconds, and the answer follows from these)
+    stamp="$(cat pyproject.toml; printf 'TORCH=%s\nTORCH_INDEX=%s\nGPU=%s\n' "${TORCH:-}" "${TORCH_INDEX:-}" "$gpu")"
+    if [ -f "$VENV/.course-stamp" ] && [ "$(cat "$VENV/.course-stamp")" = "$stamp" ] \
+        && "$VENV/bin/python" -c "import importlib.util as u; assert u.find_spec('torch') and u.find_spec('grader')" \
+            2>/dev/null; then
+        FRESH_INSTALL=0
+        return 0  # nothing changed since the last install (no import here: importing torch alone takes seconds)
+    fi
+    FRESH_INSTALL=1
+    # torch first, on its own: pip then never swaps it for another build
     local -a targs
     mapfile -t targs < <(torch_args)
-    local stamp
-    stamp="$(cat pyproject.toml; printf '%s\n' "${targs[@]}")"
-    if [ -f "$VENV/.course-stamp" ] && [ "$(cat "$VENV/.course-stamp")" = "$stamp" ] \
-        && "$VENV/bin/python" -c "import torch, grader" 2>/dev/null; then
-        return 0  # nothing changed since the last install
-    fi
-    # torch first, on its own: pip then never swaps it for another build
     if ! "$VENV/bin/python" -c "import torch" 2>/dev/null || [ -n "${TORCH:-}${TORCH_INDEX:-}" ]; then
         echo "installing torch: pip install ${targs[*]}" >&2
         "$VENV/bin/pip" install -q "${targs[@]}"
@@ -76,7 +83,11 @@ case "${1:-}" in
         shift
         setup
         export PATH="$VENV/bin:$PATH"
-        python -m grader doctor || true
+        if [ "$FRESH_INSTALL" = 1 ]; then
+            python -m grader doctor || true  # builds and runs a reference kernel: worth it after an install
+        else
+            echo "set-up unchanged since the last install; python -m grader doctor checks this machine" >&2
+        fi
         extra=()
         if [ "$(id -u)" = 0 ]; then extra+=(--allow-root); fi  # containers and cloud boxes run as root
         exec jupyter lab notebooks/ "${extra[@]}" "$@"
