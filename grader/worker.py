@@ -318,24 +318,67 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     return 0
 
 
-def limit_self() -> None:
-    """Die with the parent (a killed batch leaves no kernel spinning on a GPU), and cap the size of
-    any file this process writes (its output goes to a file: a printf flood must not fill the disk)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:  # the parent is already gone
-        sys.exit(5)
+def limit_self(parent_death: bool = True) -> None:
+    """Before the submission's library is loaded: die with the parent (a killed batch leaves no
+    kernel spinning on a GPU), cap the size of any file this process writes (its output goes to a
+    file: a printf flood must not fill the disk), and confine it (confine()).
+
+    parent_death=False: a child of grader.forkserver, whose template set that up already."""
+    if parent_death:
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+        except (OSError, AttributeError):
+            pass
+        if os.getppid() == 1:  # the parent is already gone
+            sys.exit(5)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the cap fail instead of killing us
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_CAP, OUTPUT_FILE_CAP))
+    confine()
+
+
+def confine() -> str:
+    """Keep the kernel's native code away from every other process (grader.seccomp: no signals,
+    traces or limits aimed at another pid); drop any capabilities (a worker run as root keeps
+    uid 0 but cannot override the kernel's checks, e.g. open another process's memory); and
+    make this process non-dumpable (its memory holds the result token: another worker of the
+    same user cannot read it through /proc). Returns '' or why seccomp is not active
+    (`python -m grader doctor` reports it)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+        _drop_capabilities(libc)
+    except (OSError, AttributeError):
+        pass
+    from . import seccomp
+    return seccomp.install()
+
+
+def _drop_capabilities(libc) -> None:
+    """capset(2) with empty sets (no-op for an ordinary user)."""
+    import ctypes
+    try:
+        with open("/proc/self/status") as f:
+            eff = next((ln.split()[1] for ln in f if ln.startswith("CapEff:")), "0")
+    except OSError:
+        return
+    if int(eff, 16) == 0:
+        return
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()                 # effective, permitted, inheritable x 2: all empty
+    libc.syscall(126 if os.uname().machine == "x86_64" else 91, header, data)  # SYS_capset (x86_64, aarch64)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m grader.worker RESULT_FD`: the request on stdin (grader.sandbox)."""
+    limit_self()
+    try:
+        return serve(int(argv[1]))
+    except Exception:  # report, never hang the parent
+        traceback.print_exc()
+        return 4
 
 
 if __name__ == "__main__":
-    limit_self()
-    try:
-        sys.exit(serve(int(sys.argv[1])))
-    except Exception:  # report, never hang the parent
-        traceback.print_exc()
-        sys.exit(4)
+    sys.exit(main(sys.argv))
