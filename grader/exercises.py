@@ -54,6 +54,18 @@ def _threshold(name: str) -> float:
 
 
 @dataclass(frozen=True)
+class AccessBound:
+    """An access property an exercise's lesson is about, checked on the CPU backend's profile
+    (grader/profile.py): `figure` (a key of Profile.derived) must be <= most / >= least.
+    `says` describes the counted figure ({value} is filled in); `fix` says what to change."""
+    figure: str
+    most: float | None = None
+    least: float | None = None
+    says: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class Exercise:
     name: str
     summary: str
@@ -66,6 +78,8 @@ class Exercise:
     baseline_exercise: str | None = None  # whose launchers the baseline file defines (default: this one)
     baseline_epilogue: str | None = None  # "bias_relu_mask": torch's bias + ReLU + mask after the baseline GEMM
     slow_hint: str = ""                    # what to look at when a correct kernel is too slow
+    profile_shape: tuple[int, ...] = (256, 256, 256)  # the CPU backend's access profile runs here
+    access: tuple[AccessBound, ...] = ()   # checked on the CPU backend (no timing there)
 
     def __post_init__(self):
         if self.baseline_exercise is None:
@@ -108,7 +122,8 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "06_relu_mask.cu", "torch", _threshold("relu_mask"), RELU_SHAPES, RELU_SHAPES_SMALL, (8192, 8192),
              slow_hint="A memory-bound kernel needs bytes in flight: issue several independent loads per thread "
                        "before using any (notebook 06: two mask words per warp), and keep divisions out of the "
-                       "per-element path."),
+                       "per-element path.",
+             profile_shape=(1024, 1024)),
     # baseline: our best GEMM (05) followed by torch's bias add, ReLU and sign mask, unfused
     Exercise("gemm_relu", "GEMM with bias + ReLU + mask fused into its epilogue",
              "07_gemm_relu.cu", "05_warptile_pipelined.cu", _threshold("gemm_relu"), GEMM_SHAPES, GEMM_SHAPES_SMALL,
