@@ -102,21 +102,21 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("naive", "one thread per element of C; the seed's first CUDA kernel",
              "01_naive.cu", "01a_naive_uncoalesced.cu", _threshold("naive"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (2048, 2048, 2048),
              slow_hint="Take the column of C from threadIdx.x, so that the 32 lanes of a warp read consecutive "
-                       "floats of B and write consecutive floats of C (coalesced; notebook 02)."),
+                       "floats of B and write consecutive floats of C (coalesced; notebook 02, hint 1)."),
     Exercise("tiled", "shared-memory tiles: each element of A and B is read from DRAM once per tile",
              "02_tiled.cu", "01_naive.cu", _threshold("tiled"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
              slow_hint="Copy a T x T tile of A and of B into shared memory once per step of K (T = 32), then let"
-                       " every thread do T multiply-adds from shared memory (notebook 03)."),
+                       " every thread do T multiply-adds from shared memory (notebook 03, hints 1 and 3)."),
     Exercise("conflict_free", "a shared-memory layout without bank conflicts (padding or swizzle)",
              "03_conflict_free.cu", "03_bank_conflicts.cu", _threshold("conflict_free"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
              slow_hint="Lanes that read different words of one shared-memory bank are served one after another: "
                        "pad each row of the tile by one float or swizzle the column (notebook 04, "
-                       "conflict_degree)."),
+                       "conflict_degree; the hints of step 1)."),
     Exercise("register_blocked", "each thread computes a TM x TN tile of C from registers, float4 loads",
              "04_register_blocked.cu", "02_tiled.cu", _threshold("register_blocked"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
              slow_hint="Give each thread an 8 x 8 tile of C in registers: per step of k, load TM values of A and"
                        " TN of B into registers (float4, A stored transposed) and add their outer product "
-                       "(notebook 05)."),
+                       "(notebook 05, hints 1-3)."),
     # baseline: torch's pair, relu(X) then threshold_backward(dY, Y, 0) (Y kept instead of a mask)
     Exercise("relu_mask", "ReLU forward writes a 1-bit mask with __ballot_sync; backward reads the mask",
              "06_relu_mask.cu", "torch", _threshold("relu_mask"), RELU_SHAPES, RELU_SHAPES_SMALL, (8192, 8192),
