@@ -62,11 +62,13 @@ def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
 
 
 def load(source_or_path, exercise: str, *, backend: str = "auto", sanitize: bool = False,
-         extra_flags: tuple[str, ...] = ()) -> "KernelModule":
-    """Compile (cached) and load a kernel file for `exercise`; see the module docstring."""
+         extra_flags: tuple[str, ...] = (), filename: str | None = None) -> "KernelModule":
+    """Compile (cached) and load a kernel file for `exercise`; see the module docstring.
+    filename: the name diagnostics give source text (default cell.cu)."""
     if exercise not in contract.LAUNCHERS:
         raise CannotGrade(f"unknown exercise {exercise!r}; exercises: {', '.join(contract.LAUNCHERS)}")
-    source, filename = read_source(source_or_path)
+    source, name = read_source(source_or_path)
+    filename = filename or name
     if not source.strip():
         raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
     backend = resolve_backend(backend)
@@ -150,6 +152,14 @@ class KernelModule:
             if msg:
                 raise KernelError(f"{what}: {msg.decode(errors='replace')}")
 
+    def _set_buffers(self, bound: dict[str, torch.Tensor]) -> None:
+        """CPU backend: name the launch's global buffers (the access profile counts accesses to them)."""
+        n = len(bound)
+        names = (ctypes.c_char_p * n)(*[k.encode() for k in bound])
+        ptrs = (ctypes.c_ulonglong * n)(*[t.data_ptr() for t in bound.values()])
+        sizes = (ctypes.c_ulonglong * n)(*[t.numel() * t.element_size() for t in bound.values()])
+        self._lib.cuda_emu_set_buffers(n, names, ptrs, sizes)
+
     def configure_cpu(self, schedule_seed: int = 0, flags: int = 1) -> None:
         """CPU backend only: thread schedule (0 = in order) and diagnostics flags."""
         if self.backend == "cpu":
@@ -188,6 +198,8 @@ class KernelModule:
             stream = torch.cuda.current_stream().cuda_stream if self.backend == "cuda" else None
             args = [bound[n].data_ptr() if n in bound else (stream if n == "stream" else dims[n])
                     for _, n in launcher.params]
+            if self.backend == "cpu":
+                self._set_buffers(bound)
             fn(*args)
 
         call.__name__ = launcher.name

@@ -221,15 +221,15 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     square_ok = any(len(set(s)) == 1 for s in passed_shapes)
     if square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
         return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
-                "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]).")
+                "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]). (Notebook: the exercise's hint 1.)")
     if any(m.n_oob_read for _, m in mismatches):
         return ("Some results were computed from values read outside A or B (the grader surrounds each "
                 "input with marker values): a load reads past the matrix. Check the bounds test on every "
-                "load, and load 0 for elements outside.")
+                "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)")
     partial = next(((s, m) for s, m in mismatches if 0 < m.n_unwritten < m.n_total), None)
     if partial:
         return ("Some elements were never written: round the grid up (ceil-divide the sizes by the "
-                "block size) and check that the bounds test does not skip valid elements.")
+                "block size) and check that the bounds test does not skip valid elements. (Notebook: the exercise's hint 2.)")
     if all(m.n_unwritten == m.n_total for _, m in mismatches):
         return ("Nothing was written: does the launcher launch the kernel (on the given stream), "
                 "and does the grid cover the matrix?")
@@ -248,6 +248,6 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     tail_cols = mm.cols_wrong and min(mm.cols_wrong) > 0 and max(mm.cols_wrong) == cols_total - 1
     if (tail_rows and len(mm.rows_wrong) < rows_total) or (tail_cols and len(mm.cols_wrong) < cols_total):
         return ("Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
-                "(load zeros for elements outside the matrix).")
+                "(load zeros for elements outside the matrix). (Notebook: the exercise's hint 2, the edges.)")
     return ("Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
-            "row-major, A is MxK and B is KxN.")
+            "row-major, A is MxK and B is KxN. (Notebook: the exercise's hint 1.)")

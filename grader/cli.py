@@ -1,4 +1,4 @@
-"""`python -m grader COMMAND`: list, doctor, check, batch, bench.
+"""`python -m grader COMMAND`: list, doctor, check, profile, batch, bench.
 
 Exit codes of `check`: 0 passed; 1 graded and failed (any defect of the
 submission, compile errors included); 2 could not grade (missing file, unknown
@@ -41,6 +41,23 @@ def _check(args) -> int:
     return result.exit_code
 
 
+def _profile(args) -> int:
+    from . import profile
+    from .errors import GraderError
+
+    blocks = "all" if args.all_blocks else "sample"
+    try:
+        prof = profile.run(args.exercise, args.file, args.shape, blocks=blocks, seed=args.seed,
+                           resources=not args.no_resources)
+    except GraderError as e:  # it does not compile, crashes or is wrong: nothing worth counting
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except ValueError as e:
+        raise CannotGrade(str(e)) from None
+    print(profile.to_json(prof) if args.json else profile.text(prof))
+    return 0
+
+
 def _batch(args) -> int:
     from . import batch
     return batch.main(args)
@@ -62,6 +79,17 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
     c.add_argument("--seed", type=int, help="fix the input seed (default: secret and fresh)")
     c.set_defaults(fn=_check)
+
+    pr = sub.add_parser("profile", help="count a kernel's memory accesses on the CPU backend, as Nsight Compute would")
+    pr.add_argument("exercise")
+    pr.add_argument("file", help="a .cu file, or a notebook whose `# kernel: EXERCISE` cell is profiled")
+    pr.add_argument("--shape", type=int, nargs="+", metavar="M N K",
+                    help="the problem size (default: the exercise's profile shape, 256^3 or 1024x1024)")
+    pr.add_argument("--json", action="store_true", help="print one JSON object (grader.profile.Profile.as_dict)")
+    pr.add_argument("--all-blocks", action="store_true", help="record every block instead of a sample")
+    pr.add_argument("--seed", type=int, help="which blocks are sampled, and the inputs (default 0)")
+    pr.add_argument("--no-resources", action="store_true", help="skip nvcc -Xptxas -v")
+    pr.set_defaults(fn=_profile)
 
     b = sub.add_parser("batch", help="grade a folder of submissions into a gradebook")
     b.add_argument("exercise")

@@ -61,6 +61,18 @@ def _threshold(name: str) -> float:
 
 
 @dataclass(frozen=True)
+class AccessBound:
+    """An access property an exercise's lesson is about, checked on the CPU backend's profile
+    (grader/profile.py): `figure` (a key of Profile.derived) must be <= most / >= least.
+    `says` describes the counted figure ({value} is filled in); `fix` says what to change."""
+    figure: str
+    most: float | None = None
+    least: float | None = None
+    says: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class Exercise:
     name: str
     summary: str
@@ -73,6 +85,8 @@ class Exercise:
     baseline_exercise: str | None = None  # whose launchers the baseline file defines (default: this one)
     baseline_epilogue: str | None = None  # "bias_relu_mask": torch's bias + ReLU + mask after the baseline GEMM
     slow_hint: str = ""                    # what to look at when a correct kernel is too slow
+    profile_shape: tuple[int, ...] = (256, 256, 256)  # the CPU backend's access profile runs here
+    access: tuple[AccessBound, ...] = ()   # checked on the CPU backend (no timing there)
 
     def __post_init__(self):
         if self.baseline_exercise is None:
@@ -95,27 +109,28 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("naive", "one thread per element of C; the seed's first CUDA kernel",
              "01_naive.cu", "01a_naive_uncoalesced.cu", _threshold("naive"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (2048, 2048, 2048),
              slow_hint="Take the column of C from threadIdx.x, so that the 32 lanes of a warp read consecutive "
-                       "floats of B and write consecutive floats of C (coalesced; notebook 02)."),
+                       "floats of B and write consecutive floats of C (coalesced; notebook 02, hint 1)."),
     Exercise("tiled", "shared-memory tiles: each element of A and B is read from DRAM once per tile",
              "02_tiled.cu", "01_naive.cu", _threshold("tiled"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
              slow_hint="Copy a T x T tile of A and of B into shared memory once per step of K (T = 32), then let"
-                       " every thread do T multiply-adds from shared memory (notebook 03)."),
+                       " every thread do T multiply-adds from shared memory (notebook 03, hints 1 and 3)."),
     Exercise("conflict_free", "a shared-memory layout without bank conflicts (padding or swizzle)",
              "03_conflict_free.cu", "03_bank_conflicts.cu", _threshold("conflict_free"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
              slow_hint="Lanes that read different words of one shared-memory bank are served one after another: "
                        "pad each row of the tile by one float or swizzle the column (notebook 04, "
-                       "conflict_degree)."),
+                       "conflict_degree; the hints of step 1)."),
     Exercise("register_blocked", "each thread computes a TM x TN tile of C from registers, float4 loads",
              "04_register_blocked.cu", "02_tiled.cu", _threshold("register_blocked"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
              slow_hint="Give each thread an 8 x 8 tile of C in registers: per step of k, load TM values of A and"
                        " TN of B into registers (float4, A stored transposed) and add their outer product "
-                       "(notebook 05)."),
+                       "(notebook 05, hints 1-3)."),
     # baseline: torch's pair, relu(X) then threshold_backward(dY, Y, 0) (Y kept instead of a mask)
     Exercise("relu_mask", "ReLU forward writes a 1-bit mask with __ballot_sync; backward reads the mask",
              "06_relu_mask.cu", "torch", _threshold("relu_mask"), RELU_SHAPES, RELU_SHAPES_SMALL, (8192, 8192),
              slow_hint="A memory-bound kernel needs bytes in flight: issue several independent loads per thread "
                        "before using any (notebook 06: two mask words per warp), and keep divisions out of the "
-                       "per-element path."),
+                       "per-element path.",
+             profile_shape=(1024, 1024)),
     # baseline: our best GEMM (05) followed by torch's bias add, ReLU and sign mask, unfused
     Exercise("gemm_relu", "GEMM with bias + ReLU + mask fused into its epilogue",
              "07_gemm_relu.cu", "05_warptile_pipelined.cu", _threshold("gemm_relu"), GEMM_SHAPES, GEMM_SHAPES_SMALL,

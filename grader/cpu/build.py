@@ -107,7 +107,7 @@ def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
     cache = cache / f"{toolchain_id()}-{mode}"
     cache.mkdir(parents=True, exist_ok=True)
     flags = _COMMON + (["-DCUDA_EMU_UCONTEXT", "-DCUDA_EMU_ASAN"] if sanitize else [])
-    sources = [HERE / "runtime.cpp", HERE / "checks.cpp"]
+    sources = [HERE / "runtime.cpp", HERE / "checks.cpp", HERE / "profile.cpp"]
     if _asm_switch() and not sanitize:
         sources.append(HERE / "switch_x86_64.S")
     objs, cmds = [], []

@@ -2,6 +2,7 @@
 //  - shared-memory race detector: the kernel file is compiled with GCC's ThreadSanitizer
 //    instrumentation, and these __tsan_* hooks (instead of libtsan) look at accesses to
 //    __shared__ arrays: a word another thread wrote or read since the last barrier is a race;
+//    the same hooks feed the access profile (profile.cpp): one access path, two consumers;
 //  - UBSan handlers (-fsanitize=bounds,alignment, no libubsan needed): array index out of
 //    bounds, misaligned vector loads;
 //  - the AddressSanitizer report callback in sanitize builds.
@@ -37,12 +38,17 @@ std::vector<Range> g_ranges;
 std::vector<uint16_t> g_idmap;  // 4-byte word of [g_all_lo, g_all_hi) -> 1 + index in g_ranges, or 0
 uintptr_t g_lo = 0, g_span = 0;  // [g_lo, g_lo+g_span) covers every range when detection is on
 uintptr_t g_all_lo = UINTPTR_MAX, g_all_hi = 0;
+uintptr_t g_glo = 0, g_gspan = 0;  // the launch's global buffers, while the profile records a block
 
 bool g_block_checked = true;
+bool g_race_block = true;  // race detection on in this block
 
 void update_window() {
-    if ((g_flags & 1) && g_block_checked) { g_lo = g_all_lo; g_span = g_all_hi > g_all_lo ? g_all_hi - g_all_lo : 0; }
+    g_race_block = (g_flags & 1) && g_block_checked;
+    if (g_race_block || g_profile_block) { g_lo = g_all_lo; g_span = g_all_hi > g_all_lo ? g_all_hi - g_all_lo : 0; }
     else { g_lo = 0; g_span = 0; }
+    if (g_profile_block) profile_global_window(g_glo, g_gspan);
+    else { g_glo = 0; g_gspan = 0; }
 }
 
 void add_range(uintptr_t lo, size_t bytes, const char* name, const unsigned* dims, int rank, size_t elem, bool dyn) {
@@ -50,6 +56,7 @@ void add_range(uintptr_t lo, size_t bytes, const char* name, const unsigned* dim
         if (r.lo == lo) return;
     Range r{lo, lo + bytes, name, std::vector<unsigned>(dims, dims + rank), elem ? elem : 1, dyn, {}};
     r.shadow.resize((bytes + 3) / 4);
+    profile_shared_range((int)g_ranges.size(), name, bytes);
     g_ranges.push_back(std::move(r));
     g_all_lo = std::min(g_all_lo, lo & ~(uintptr_t)3);
     g_all_hi = std::max(g_all_hi, (uintptr_t)(lo + bytes));
@@ -99,6 +106,8 @@ void access(const void* p, size_t n, bool write, const void* pc) {
                write ? "writes" : "reads", off, off + n - 1, source_line(pc).c_str(), g_launch.smem);
         abandon_thread();
     }
+    if (g_profile_block) profile_access(0, id - 1, profile_shared_vbase(id - 1) + off, n, write, pc);
+    if (!g_race_block) return;
     int me = g_linear;
     for (size_t w = off / 4; w <= (off + n - 1) / 4 && w < r->shadow.size(); ++w) {
         Shadow& s = r->shadow[w];
@@ -141,6 +150,7 @@ void checks_new_launch() {
         dyn_added = true;
         add_range((uintptr_t)g_dyn_smem, g_dyn_smem_cap, "extern __shared__ memory", nullptr, 0, 4, true);
     }
+    profile_new_launch();
     update_window();
 #ifdef CUDA_EMU_ASAN
     // Bytes past what the launch asked for are out of bounds.
@@ -158,6 +168,7 @@ void checks_new_block() {
     g_block_checked = (g_flags & 2) || edge || b.x + b.y * g.x + b.z * g.x * g.y < 4;
     for (const Range& r : g_ranges)  // a new block sees poison, not what the previous block left
         if (!r.dynamic) std::memset(reinterpret_cast<void*>(r.lo), 0xff, r.hi - r.lo);
+    profile_new_block();
     update_window();
 }
 
@@ -189,12 +200,23 @@ std::string source_line(const void* pc) {
 }  // namespace cuda_emu
 
 // ---- ThreadSanitizer ABI: called before every load/store of the kernel file ----------
-using cuda_emu::g_lo;
-using cuda_emu::g_span;
-#define CUDA_EMU_HOOK(name, n, w)                                                              \
-    extern "C" CUDA_EMU_API void name(void* p) {                                               \
-        if ((uintptr_t)p - g_lo < g_span) cuda_emu::access(p, n, w, __builtin_return_address(0)); \
+// The one access path: shared memory goes to access() (race detector, then the profile),
+// the launch's global buffers to the profile. Both windows are closed (span 0) when no
+// consumer watches this block, so an unwatched access costs two compares.
+namespace cuda_emu {
+namespace {
+inline __attribute__((always_inline)) void on_access(void* p, size_t n, bool write, const void* pc) {
+    const uintptr_t a = (uintptr_t)p;
+    if (a - g_lo < g_span) access(p, n, write, pc);
+    else if (a - g_glo < g_gspan) {
+        int b = profile_buffer_of(a);
+        if (b >= 0) profile_access(1, b, a, n, write, pc);
     }
+}
+}  // namespace
+}  // namespace cuda_emu
+#define CUDA_EMU_HOOK(name, n, w)                                                              \
+    extern "C" CUDA_EMU_API void name(void* p) { cuda_emu::on_access(p, n, w, __builtin_return_address(0)); }
 CUDA_EMU_HOOK(__tsan_read1, 1, false)
 CUDA_EMU_HOOK(__tsan_read2, 2, false)
 CUDA_EMU_HOOK(__tsan_read4, 4, false)
@@ -215,10 +237,10 @@ CUDA_EMU_HOOK(__tsan_unaligned_write8, 8, true)
 CUDA_EMU_HOOK(__tsan_unaligned_write16, 16, true)
 #undef CUDA_EMU_HOOK
 extern "C" CUDA_EMU_API void __tsan_read_range(void* p, unsigned long n) {
-    if ((uintptr_t)p - g_lo < g_span && n) cuda_emu::access(p, n, false, __builtin_return_address(0));
+    if (n) cuda_emu::on_access(p, n, false, __builtin_return_address(0));
 }
 extern "C" CUDA_EMU_API void __tsan_write_range(void* p, unsigned long n) {
-    if ((uintptr_t)p - g_lo < g_span && n) cuda_emu::access(p, n, true, __builtin_return_address(0));
+    if (n) cuda_emu::on_access(p, n, true, __builtin_return_address(0));
 }
 extern "C" CUDA_EMU_API void __tsan_init() {}
 extern "C" CUDA_EMU_API void __tsan_func_entry(void*) {}

@@ -212,6 +212,7 @@ uint3 unflatten(int linear, dim3 d) {
 }
 
 void new_interval() {  // a barrier was released: earlier accesses no longer race
+    profile_interval();  // and the profile counts the warp instructions before it
     g_block_sync = ++g_clock;
 }
 
@@ -710,6 +711,7 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
     g_plain = !fibers;
 #ifdef CUDA_EMU_ASAN
     run_grid();
+    profile_end_launch();
 #else
     arm_faults();
     if (sigsetjmp(g_fault_jmp, 1) == 0) {  // 1: the mask is restored (the handler blocks its signal)
@@ -720,6 +722,7 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
         for (Fiber& f : g_fibers) f.state = DONE;
         report_fault();
     }
+    profile_end_launch();
     disarm_faults();
 #endif
     g_plain = false;

@@ -50,4 +50,18 @@ CUDA_EMU_API std::string source_line(const void* pc);
 CUDA_EMU_API void checks_new_launch();
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked
 
+// The access profile (profile.cpp), fed by the same access hooks as the race detector.
+extern CUDA_EMU_API bool g_profile_block;  // record this block's accesses
+CUDA_EMU_API void profile_new_launch();     // chooses the blocks to record (from checks_new_launch)
+CUDA_EMU_API void profile_new_block();      // sets g_profile_block (from checks_new_block)
+CUDA_EMU_API void profile_interval();       // a barrier was released or a block starts: count
+CUDA_EMU_API void profile_end_launch();
+// space 0: shared (buffer = race detector's range index, addr = offset in the shared view);
+// space 1: global (buffer = index of the launch buffer's name, addr = the address)
+CUDA_EMU_API void profile_access(int space, int buffer, uintptr_t addr, size_t n, bool write, const void* pc);
+CUDA_EMU_API void profile_shared_range(int id, const char* name, size_t bytes);
+CUDA_EMU_API uintptr_t profile_shared_vbase(int id);
+CUDA_EMU_API void profile_global_window(uintptr_t& lo, uintptr_t& span);
+CUDA_EMU_API int profile_buffer_of(uintptr_t a);  // name index of the launch buffer holding a, or -1
+
 }  // namespace cuda_emu

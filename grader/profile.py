@@ -1,0 +1,433 @@
+"""The access profile of a kernel file on the CPU backend: what Nsight Compute would count.
+
+    from grader import profile
+    p = profile.run("tiled", "kernels/02_tiled.cu")            # 256^3, a sample of blocks
+    p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"], p.derived["bytes_per_flop"]
+    p.per_line                                                   # the same counts per source line
+    profile.run("tiled", src, (64, 64, 64), blocks="all", trace=True).trace   # every warp access
+
+The counting happens in grader/cpu/profile.cpp, fed by the same access hooks as the race
+detector; this module turns its counts into figures (Nsight Compute's metric names where one
+exists, `derived` for ours), checks them against the exercise's access bounds
+(grader/exercises.py: `verdict`), and serves `python -m grader profile`.
+
+Figures (FMA = one multiply-add of the GEMM, M*N*K of them; FLOPs = 2*M*N*K):
+  sectors_per_request_ld/st  32-byte sectors per global load/store instruction (4 = coalesced floats)
+  bytes_per_flop             global sectors (loads + stores) x 32 B / FLOPs: traffic that reuse cuts
+  global_loads_per_fma       floats loaded from global memory by the threads, per FMA
+  shared_loads_per_fma       floats loaded from shared memory by the threads, per FMA
+  wavefronts_per_shared_request, bank_conflicts_per_shared_request   (loads and stores together)
+  bytes_read_per_element / bytes_written_per_element   global sector bytes per element of the output
+      (ReLU: per launcher; gemm_relu: C_bytes_per_element, C's loads and stores per element)
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import contract, exercises
+
+GEMM_PROFILE_SHAPE = (256, 256, 256)
+RELU_PROFILE_SHAPE = (1024, 1024)
+DEFAULT_BUDGET = 8  # blocks recorded per launch when sampling (edge classes included)
+
+MODES = {"off": 0, "sample": 1, "all": 2, "list": 3}
+_TRACE_DTYPE = np.dtype([("launch", "<i4"), ("site", "<i4"), ("bx", "<i4"), ("by", "<i4"), ("bz", "<i4"),
+                         ("warp", "<i4"), ("occurrence", "<i4"), ("lane", "<i4"), ("offset", "<u8"),
+                         ("size", "<u4"), ("merged", "<u4")])
+
+NCU = {  # (space, op) -> (requests, units, conflicts) metric names
+    ("global", "ld"): ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                       "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", None),
+    ("global", "st"): ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+                       "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", None),
+    ("shared", "ld"): ("smsp__inst_executed_op_shared_ld.sum",
+                       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
+    ("shared", "st"): ("smsp__inst_executed_op_shared_st.sum",
+                       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+}
+
+
+@dataclass
+class WarpAccess:
+    """One warp-level memory instruction of a recorded block (see CONTRACTS.md)."""
+    kernel: str
+    line: int
+    block: tuple[int, int, int]
+    warp: int
+    space: str            # "global" | "shared"
+    op: str               # "ld" | "st"
+    buffer: str           # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
+    occurrence: int       # the k-th time this warp executed this instruction since the last barrier
+    lanes: list           # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
+    merged: int = 1       # shared loads: 2 or 4 when counted as one wider load (nvcc's), 0 when absorbed
+
+
+@dataclass
+class Profile:
+    exercise: str
+    shape: tuple
+    sampled: str                          # how blocks were sampled, "" when every block was recorded
+    metrics: dict = field(default_factory=dict)
+    derived: dict = field(default_factory=dict)
+    resources: list | None = None
+    per_line: list = field(default_factory=list)
+    launches: list = field(default_factory=list)   # kernel, grid, block, blocks recorded/total
+    trace: list | None = None
+
+    def as_dict(self, trace: bool = False) -> dict:
+        d = asdict(self)
+        d["shape"] = list(self.shape)
+        if not trace:
+            d.pop("trace")
+        return d
+
+    def __repr__(self) -> str:
+        return f"<grader.profile.Profile {self.exercise} {'x'.join(map(str, self.shape))}: {summary(self)}>"
+
+
+# ----------------------------------------------------------------------------- the C side
+def _api(lib):
+    lib.cuda_emu_profile_configure.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
+    lib.cuda_emu_profile_blocks.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
+    lib.cuda_emu_profile_take.restype = ctypes.c_char_p
+    lib.cuda_emu_profile_trace.restype = ctypes.c_void_p
+    lib.cuda_emu_profile_trace.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+    return lib
+
+
+def configure(mod, blocks="sample", seed: int | None = None, trace: bool = False,
+              budget: int = DEFAULT_BUDGET) -> None:
+    """Record the next launches of `mod` (a CPU-backend KernelModule). blocks: "sample", "all",
+    "off" or a list of (bx, by, bz)."""
+    lib = _api(mod._lib)
+    if isinstance(blocks, str):
+        if blocks not in ("sample", "all", "off"):
+            raise ValueError(f"blocks must be 'sample', 'all', 'off' or a list of (bx, by, bz), not {blocks!r}")
+        mode = MODES[blocks]
+    else:
+        flat = [int(v) for b in blocks for v in tuple(b) + (0,) * (3 - len(tuple(b)))]
+        arr = (ctypes.c_uint * len(flat))(*flat)
+        lib.cuda_emu_profile_blocks(len(flat) // 3, arr)
+        mode = MODES["list"]
+    lib.cuda_emu_profile_configure(mode, (seed if seed is not None else 1) & ((1 << 64) - 1), budget, int(trace))
+
+
+def take(mod, trace: bool = False) -> dict:
+    """What the library counted since `configure`, as plain data (the worker sends it as JSON)."""
+    lib = _api(mod._lib)
+    text = lib.cuda_emu_profile_take().decode(errors="replace")
+    launches, sites = [], []
+    for line in text.splitlines():
+        f = line.split("\t")
+        if f[0] == "L":
+            launches.append({"grid": [int(x) for x in f[1].split(",")], "block": [int(x) for x in f[2].split(",")],
+                             "smem": int(f[3]), "blocks_total": int(f[4]), "blocks_recorded": int(f[5]),
+                             "sample": f[6], "kernel": f[7]})
+        elif f[0] == "S":
+            sites.append({"launch": int(f[1]), "site": int(f[2]), "pc": int(f[3], 16), "space": f[4], "op": f[5],
+                          "buffer": f[6], "requests": float(f[7]), "units": float(f[8]), "ideal": float(f[9]),
+                          "lanes": float(f[10]), "bytes": float(f[11]), "requests_as_written": float(f[12]),
+                          "units_as_written": float(f[13])})
+    raw = {"launches": launches, "sites": sites}
+    if trace:
+        n = ctypes.c_ulonglong(0)
+        ptr = lib.cuda_emu_profile_trace(ctypes.byref(n))
+        buf = ctypes.string_at(ptr, n.value * _TRACE_DTYPE.itemsize) if n.value else b""
+        raw["trace"] = np.frombuffer(buf, dtype=_TRACE_DTYPE).copy()
+    lib.cuda_emu_profile_configure(0, 1, DEFAULT_BUDGET, 0)  # off again, memory released
+    return raw
+
+
+# ----------------------------------------------------------------------------- lines
+@functools.lru_cache(maxsize=64)
+def _lines(lib_path: str, pcs: tuple[int, ...], mtime: float, filename: str) -> dict[int, tuple[str, int]]:
+    """pc offset -> (file, line), from one addr2line run over the library. binutils' addr2line
+    names DWARF 5's default file after the compilation unit (kernel_emu.cpp): that is `filename`."""
+    tool = shutil.which("addr2line")
+    if not tool or not pcs:
+        return {}
+    try:
+        out = subprocess.run([tool, "-e", lib_path, *[hex(p) for p in pcs]], capture_output=True, text=True,
+                             timeout=30).stdout.splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found = {}
+    for pc, text in zip(pcs, out):
+        m = re.match(r"(.*):(\d+)", text.split(" ")[0])
+        if m:
+            name = Path(m.group(1)).name
+            found[pc] = (filename if name == "kernel_emu.cpp" else name, int(m.group(2)))
+    return found
+
+
+# ----------------------------------------------------------------------------- figures
+def _round(x: float) -> float:
+    r = round(x)
+    return float(r) if abs(x - r) < 1e-6 * max(1.0, abs(x)) else x
+
+
+def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filename: str | None = None) -> Profile:
+    """Figures from what the library counted (`take`)."""
+    shape = tuple(shape)
+    launches = raw["launches"]
+    lines = {}
+    if lib_path and Path(lib_path).exists():
+        pcs = tuple(sorted({s["pc"] for s in raw["sites"]}))
+        lines = _lines(str(lib_path), pcs, Path(lib_path).stat().st_mtime, filename or "kernel.cu")
+    per_line: dict[tuple, dict] = {}
+    for s in raw["sites"]:
+        kernel = launches[s["launch"]]["kernel"] if s["launch"] < len(launches) else "?"
+        file, line = lines.get(s["pc"], (filename or "?", 0))
+        key = (kernel, file, line, s["space"], s["op"], s["buffer"])
+        e = per_line.setdefault(key, {"kernel": kernel, "file": file, "line": line, "space": s["space"],
+                                      "op": s["op"], "buffer": s["buffer"], "requests": 0.0, "units": 0.0,
+                                      "ideal": 0.0, "bytes": 0.0, "lanes": 0.0, "requests_as_written": 0.0,
+                                      "units_as_written": 0.0, "launcher_index": s["launch"]})
+        for k in ("requests", "units", "ideal", "bytes", "lanes", "requests_as_written", "units_as_written"):
+            e[k] += s[k]
+    rows = []
+    for e in sorted(per_line.values(), key=lambda e: (e["launcher_index"], e["kernel"], e["line"], e["space"], e["op"])):
+        row = {"kernel": e["kernel"], "file": e["file"], "line": e["line"], "space": e["space"], "op": e["op"],
+               "buffer": e["buffer"], "requests": _round(e["requests"]), "bytes": _round(e["bytes"])}
+        if e["space"] == "global":
+            row["sectors"] = _round(e["units"])
+        else:
+            row["wavefronts"] = _round(e["units"])
+            row["conflicts"] = _round(e["units"] - e["ideal"])
+            row["requests_as_written"] = _round(e["requests_as_written"])
+            row["wavefronts_as_written"] = _round(e["units_as_written"])
+        rows.append(row)
+    metrics = {}
+    for (space, op), (req, units, conf) in NCU.items():
+        sel = [r for r in rows if r["space"] == space and r["op"] == op]
+        metrics[req] = _round(sum(r["requests"] for r in sel))
+        metrics[units] = _round(sum(r["sectors" if space == "global" else "wavefronts"] for r in sel))
+        if conf:
+            metrics[conf] = _round(sum(r["conflicts"] for r in sel))
+    sampled = "; ".join(dict.fromkeys(l["sample"] for l in launches if l["sample"]))
+    prof = Profile(exercise, shape, sampled, metrics, {}, None, rows,
+                   [{k: l[k] for k in ("kernel", "grid", "block", "smem", "blocks_total", "blocks_recorded")}
+                    for l in launches])
+    prof.derived = _derived(exercise, shape, rows, metrics, launches)
+    if "trace" in raw:
+        prof.trace = _trace(raw, lines, launches)
+    return prof
+
+
+def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dict]) -> dict:
+    d: dict[str, float] = {}
+
+    def ratio(a, b):
+        return a / b if b else 0.0
+    g_ld = (m[NCU["global", "ld"][0]], m[NCU["global", "ld"][1]])
+    g_st = (m[NCU["global", "st"][0]], m[NCU["global", "st"][1]])
+    s_ld, s_st = NCU["shared", "ld"], NCU["shared", "st"]
+    d["sectors_per_request_ld"] = ratio(g_ld[1], g_ld[0])
+    d["sectors_per_request_st"] = ratio(g_st[1], g_st[0])
+    s_req = m[s_ld[0]] + m[s_st[0]]
+    d["wavefronts_per_shared_request"] = ratio(m[s_ld[1]] + m[s_st[1]], s_req)
+    d["wavefronts_per_shared_load"] = ratio(m[s_ld[1]], m[s_ld[0]])
+    d["bank_conflicts_per_shared_request"] = ratio(m[s_ld[2]] + m[s_st[2]], s_req)
+    d["global_bytes"] = 32.0 * (g_ld[1] + g_st[1])
+    lane_bytes = lambda space, op, buf=None: sum(r["bytes"] for r in rows if r["space"] == space and r["op"] == op
+                                                 and (buf is None or r["buffer"] == buf))  # noqa: E731
+    sector_bytes = lambda op, buf: 32.0 * sum(r.get("sectors", 0.0) for r in rows if r["space"] == "global"  # noqa: E731
+                                              and r["op"] == op and r["buffer"] == buf)
+    if len(shape) == 3:
+        mm, nn, kk = shape
+        fma = float(mm * nn * kk)
+        d["flops"] = 2.0 * fma
+        d["bytes_per_flop"] = ratio(d["global_bytes"], d["flops"])
+        d["global_loads_per_fma"] = ratio(lane_bytes("global", "ld") / 4.0, fma)
+        d["shared_loads_per_fma"] = ratio(lane_bytes("shared", "ld") / 4.0, fma)
+        for buf in ("A", "B"):
+            d[f"{buf}_bytes_per_flop"] = ratio(sector_bytes("ld", buf), d["flops"])
+        if exercise == "gemm_relu":
+            elems = float(mm * nn)
+            d["C_bytes_per_element"] = ratio(sector_bytes("ld", "C") + sector_bytes("st", "C"), elems)
+            d["C_loads_per_element"] = ratio(sector_bytes("ld", "C"), elems)
+            d["mask_bytes_per_element"] = ratio(sector_bytes("st", "mask") + sector_bytes("ld", "mask"), elems)
+            d["bytes_written_per_element"] = ratio(32.0 * g_st[1], elems)
+    else:
+        mm, nn = shape
+        elems = float(mm * nn)
+        kernels = {}
+        for r in rows:
+            kernels.setdefault(r["kernel"], []).append(r)
+        for name, krows in kernels.items():
+            rd = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "ld")
+            wr = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "st")
+            bufs = {r["buffer"] for r in krows if r["space"] == "global"}
+            role = "backward" if "dX" in bufs or ("mask" in bufs and "dY" in bufs) else "forward"
+            d[f"{role}_bytes_read_per_element"] = ratio(rd, elems)
+            d[f"{role}_bytes_written_per_element"] = ratio(wr, elems)
+        d["bytes_read_per_element"] = ratio(32.0 * g_ld[1], elems)
+        d["bytes_written_per_element"] = ratio(32.0 * g_st[1], elems)
+    return {k: _round(v) if k in ("flops", "global_bytes") else v for k, v in d.items()}
+
+
+def _trace(raw: dict, lines: dict, launches: list[dict]) -> list[WarpAccess]:
+    t = raw["trace"]
+    sites = {(s["launch"], s["site"]): s for s in raw["sites"]}
+    site_pc = {}
+    for s in raw["sites"]:
+        site_pc[s["site"]] = s
+    out: list[WarpAccess] = []
+    if not len(t):
+        return out
+    keys = np.stack([t["launch"], t["site"], t["bx"], t["by"], t["bz"], t["warp"], t["occurrence"]], axis=1)
+    _, first, = np.unique(keys, axis=0, return_index=True)[:2]
+    order = np.lexsort(keys.T[::-1])
+    keys_sorted = keys[order]
+    breaks = np.flatnonzero(np.any(np.diff(keys_sorted, axis=0) != 0, axis=1)) + 1
+    for grp in np.split(order, breaks):
+        r0 = t[grp[0]]
+        launch = launches[int(r0["launch"])]
+        s = sites.get((int(r0["launch"]), int(r0["site"]))) or site_pc.get(int(r0["site"]))
+        bdim = launch["block"]
+        lanes = []
+        for i in grp:
+            r = t[i]
+            tid = int(r["warp"]) * 32 + int(r["lane"])
+            lanes.append((int(r["lane"]), (tid % bdim[0], (tid // bdim[0]) % bdim[1], tid // (bdim[0] * bdim[1])),
+                          int(r["offset"]), int(r["size"])))
+        out.append(WarpAccess(launch["kernel"], lines.get(s["pc"], ("?", 0))[1] if s else 0,
+                              (int(r0["bx"]), int(r0["by"]), int(r0["bz"])), int(r0["warp"]),
+                              s["space"] if s else "?", s["op"] if s else "?", s["buffer"] if s else "?",
+                              int(r0["occurrence"]), lanes, int(r0["merged"])))
+    return out
+
+
+# ----------------------------------------------------------------------------- running
+def default_shape(exercise: str) -> tuple:
+    return exercises.get(exercise).profile_shape
+
+
+def run(exercise: str, source_or_path, shape=None, *, blocks="sample", seed: int | None = None,
+        trace: bool = False, resources: bool = True, budget: int = DEFAULT_BUDGET) -> Profile:
+    """Profile a kernel file on the CPU backend (see the module docstring).
+
+    shape: (M, N, K) or (M, N); None: the exercise's profile shape. blocks: "sample" (about
+    `budget` blocks per launch from `seed`, edge blocks included, counts scaled), "all", or a list
+    of (bx, by, bz). resources: add registers/spills/shared memory from nvcc -Xptxas -v (if nvcc).
+    The kernel's outputs are checked against float64 first: a wrong kernel's counts mean nothing.
+    """
+    from . import binding, checks, submissions, worker
+    from .errors import KernelError
+
+    ex = exercises.get(exercise)
+    shape = tuple(shape) if shape is not None else ex.profile_shape
+    if len(shape) != len(ex.profile_shape):
+        raise ValueError(f"{exercise} takes a shape of {len(ex.profile_shape)} numbers, not {shape}")
+    source, filename = submissions.read(source_or_path, exercise)
+    mod = binding.load(source, exercise, backend="cpu", filename=filename)
+    gen = torch.Generator().manual_seed(seed if seed is not None else 0)
+    case = checks.make_case(exercise, shape, gen)
+    mod.configure_cpu(schedule_seed=0)
+    configure(mod, blocks, seed, trace, budget)
+    try:
+        outs = worker.run_case(mod, shape, case.inputs)
+    finally:
+        raw = take(mod, trace)
+    for name in case.expected:
+        problem = checks.compare(case, name, outs[name])
+        if problem:
+            raise KernelError(f"the kernel is wrong at {'x'.join(map(str, shape))}, so its profile means nothing:\n"
+                              + problem.describe(shape))
+    prof = from_raw(exercise, shape, raw, str(mod.build.path), filename)
+    if resources:
+        prof.resources = _resources(source, exercise, filename)
+    return prof
+
+
+def _resources(source: str, exercise: str, filename: str) -> list | None:
+    from . import toolchain
+    from .errors import GraderError
+    if not toolchain.find_nvcc():
+        return None
+    try:
+        arch = toolchain.gpu_arch() if torch.cuda.is_available() else "sm_90"
+        return [asdict(r) for r in toolchain.resource_usage(source, exercise=exercise, arch=arch, filename=filename)]
+    except GraderError:
+        return None
+
+
+# ----------------------------------------------------------------------------- verdicts
+def check_bounds(exercise: str, prof: Profile) -> list[str]:
+    """Messages for every access bound of the exercise that the profile breaks ([] when none)."""
+    problems = []
+    for b in exercises.get(exercise).access:
+        value = prof.derived.get(b.figure)
+        if value is None:
+            continue
+        if (b.most is not None and value > b.most) or (b.least is not None and value < b.least):
+            limit = f"at most {b.most:g}" if b.most is not None else f"at least {b.least:g}"
+            problems.append(f"{b.says.format(value=value)} ({b.figure} = {value:.3g}; the exercise needs "
+                            f"{limit}): {b.fix}")
+    return problems
+
+
+def summary(prof: Profile) -> str:
+    """One line: the figures an exercise's lesson is about."""
+    d = prof.derived
+    parts = [f"{d.get('sectors_per_request_ld', 0):.2g} sectors/global load"]
+    if "bytes_per_flop" in d:
+        parts.append(f"{d['bytes_per_flop']:.3g} global B/FLOP")
+        parts.append(f"{d['shared_loads_per_fma']:.3g} shared loads/FMA")
+    if d.get("wavefronts_per_shared_request"):
+        parts.append(f"{d['wavefronts_per_shared_request']:.3g} wavefronts/shared request")
+    for k in ("forward_bytes_read_per_element", "forward_bytes_written_per_element", "backward_bytes_read_per_element",
+              "backward_bytes_written_per_element", "C_bytes_per_element"):
+        if k in d:
+            parts.append(f"{k.replace('_', ' ')} {d[k]:.3g}")
+    return ", ".join(parts)
+
+
+def text(prof: Profile) -> str:
+    """The profile as a terminal table."""
+    shape = "x".join(map(str, prof.shape))
+    out = [f"access profile: {prof.exercise} at {shape} (CPU backend, counted like Nsight Compute)"]
+    if prof.sampled:
+        out.append(f"sampled: {prof.sampled}")
+    for l in prof.launches:
+        out.append(f"kernel {l['kernel']}: grid {tuple(l['grid'])}, block {tuple(l['block'])}, "
+                   f"{l['blocks_recorded']} of {l['blocks_total']} blocks recorded")
+    out.append("")
+    out.append(f"{'line':>10} {'space':6} {'op':2} {'buffer':>10} {'requests':>12} {'sectors/wavefr':>14} "
+               f"{'per req':>7} {'conflicts':>10}")
+    for r in prof.per_line:
+        units = r.get("sectors", r.get("wavefronts", 0.0))
+        out.append(f"{r['file'] + ':' + str(r['line']):>10} {r['space']:6} {r['op']:2} {r['buffer'][:10]:>10} "
+                   f"{r['requests']:>12.0f} {units:>14.0f} {units / r['requests'] if r['requests'] else 0:>7.2f} "
+                   f"{r.get('conflicts', 0):>10.0f}")
+    out.append("")
+    for k, v in prof.metrics.items():
+        out.append(f"{k:60} {v:>16,.0f}")
+    out.append("")
+    for k, v in prof.derived.items():
+        out.append(f"{k:40} {v:>16.4g}")
+    if prof.resources:
+        out.append("")
+        for r in prof.resources:
+            out.append(f"nvcc -Xptxas -v: {r}")
+    return "\n".join(out)
+
+
+def to_json(prof: Profile) -> str:
+    return json.dumps(prof.as_dict(), indent=1)
+
+
+__all__ = ["run", "configure", "take", "from_raw", "check_bounds", "summary", "text", "Profile", "WarpAccess",
+           "GEMM_PROFILE_SHAPE", "RELU_PROFILE_SHAPE"]
