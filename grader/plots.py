@@ -226,3 +226,151 @@ def class_results(rows: list[dict], exercise: str = ""):
         if thresholds:
             ax.legend()
     return _done(fig)
+
+
+# ---- the kernel's own accesses (grader.widgets turns a grader.profile trace into these arguments) ----
+
+CELL_COLORS = {"read": "#1f77b4", "written": "#ff7f0e", "read and written": "#9467bd",
+               "this step": "#d62728", "earlier steps": "#f4b6b6", "this thread": "#2ca02c"}
+
+
+def cells(panels: dict[str, dict], title=None, legend=True):
+    """Matrices as grids of cells, some of them coloured: panels[name] = {"shape": (rows, cols),
+    "layers": [(label, [(r, c), ...]), ...]} (later layers paint over earlier ones; a label's colour
+    comes from CELL_COLORS), optional "box": (r0, c0, r1, c1) outlined, "xlabel"/"ylabel"/"note".
+    The thread map (one thread's elements of A, B, C) and the tile walk both draw with it."""
+    n = len(panels)
+    fig, axes = plt.subplots(1, n, figsize=(min(4.2 * n, 17), 4.2), squeeze=False)
+    seen = {}
+    for ax, (name, p) in zip(axes[0], panels.items()):
+        rows, cols = p["shape"]
+        labels = [lab for lab, _ in p.get("layers", [])]
+        grid = np.zeros((rows, cols))
+        for i, (lab, cs) in enumerate(p.get("layers", [])):
+            for r, c in cs:
+                if 0 <= r < rows and 0 <= c < cols:
+                    grid[r, c] = i + 1
+        palette = ["#f2f2f2"] + [CELL_COLORS.get(lab, COLORS[i % len(COLORS)]) for i, lab in enumerate(labels)]
+        from matplotlib.colors import ListedColormap
+        ax.imshow(grid, cmap=ListedColormap(palette), vmin=0, vmax=len(palette) - 1, interpolation="nearest",
+                  aspect="equal" if max(rows, cols) <= 4 * min(rows, cols) else "auto")
+        if "box" in p:
+            r0, c0, r1, c1 = p["box"]
+            ax.add_patch(plt.Rectangle((c0 - 0.5, r0 - 0.5), c1 - c0, r1 - r0, fill=False, lw=1.5, ec="black"))
+        for lab, cs in p.get("layers", []):
+            if cs:
+                seen[lab] = CELL_COLORS.get(lab, COLORS[labels.index(lab) % len(COLORS)])
+        ax.set_title(f"{name} ({rows} x {cols})" + (f"\n{p['note']}" if p.get("note") else ""), fontsize=9)
+        ax.set_xlabel(p.get("xlabel", "column"), fontsize=8)
+        ax.set_ylabel(p.get("ylabel", "row"), fontsize=8)
+        ax.tick_params(labelsize=7)
+    if legend and seen:
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in seen.values()]
+        fig.legend(handles, list(seen), loc="lower center", ncol=len(seen), fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06 if legend and seen else 0, 1, 1))
+    plt.close(fig)
+    return fig
+
+
+def warp_lanes(lane_units: dict[int, list[int]], kind: str, passes: int, title=None, n_lanes: int = 32):
+    """One warp-wide memory instruction: each active lane (x) against the 32-byte sectors (kind
+    "sector": y = distinct sectors, in address order) or the 32 banks (kind "bank"; a lane of a
+    float4 access touches 4 banks) it touches. `passes` is what the hardware pays: sectors moved,
+    or shared-memory wavefronts (1 = conflict-free). On the right, for banks: distinct words per bank."""
+    banks = kind == "bank"
+    fig, axes = plt.subplots(1, 2 if banks else 1, figsize=(9.5 if banks else 7, 4.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [4, 1]} if banks else None)
+    ax = axes[0][0]
+    units = sorted({u for us in lane_units.values() for u in us})
+    if banks:
+        ys = {u: u for u in range(32)}
+    else:
+        ys = {u: i for i, u in enumerate(units)}
+    for lane, us in sorted(lane_units.items()):
+        for u in us:
+            y = ys[u % 32 if banks else u]
+            ax.plot([lane], [y], "o", ms=5, color=plt.cm.viridis((y % 32) / 32 if banks else y / max(1, len(units))))
+    ax.set_xlim(-1, n_lanes)
+    ax.set_xticks(range(0, n_lanes, 4))
+    ax.set_xlabel("lane")
+    if banks:
+        ax.set_ylim(-1, 32)
+        ax.set_ylabel("bank (4-byte word % 32)")
+    else:
+        ax.set_ylabel("32-byte sector (distinct, in address order)")
+        step = max(1, len(units) // 12)
+        ax.set_yticks(range(0, len(units), step), [str(units[i] - units[0]) for i in range(0, len(units), step)],
+                      fontsize=7)
+        ax.set_ylim(-1, max(len(units), 1))
+    ax.grid(True, alpha=0.3)
+    if banks:
+        per_bank = Counter()
+        words = {u for us in lane_units.values() for u in us}
+        for w in words:
+            per_bank[w % 32] += 1
+        ax2 = axes[0][1]
+        ax2.barh(range(32), [per_bank.get(b, 0) for b in range(32)], color=COLORS[3])
+        ax2.set_ylim(-1, 32)
+        ax2.set_xlabel("distinct words")
+        ax2.set_yticks([])
+        ax2.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return _done(fig)
+
+
+def mask_bits(rows: list[dict], title=None):
+    """Lanes -> mask bits: rows[i] = {"word": "mask[r][w]", "writer": lane that stores the word (or
+    None), "bits": {bit: lane whose element the bit describes}, "values": {bit: 0/1} (optional)}.
+    One strip of 32 bits per word, each bit coloured and labelled by its lane."""
+    n = max(1, len(rows))
+    fig, ax = plt.subplots(figsize=(10, 0.75 * n + 1.4))
+    for i, row in enumerate(rows):
+        y = n - 1 - i
+        for b in range(32):
+            lane = row["bits"].get(b)
+            color = plt.cm.hsv(lane / 32) if lane is not None else "#dddddd"
+            ax.add_patch(plt.Rectangle((31 - b, y), 0.95, 0.8, color=color, alpha=0.55))
+            if lane is not None:
+                ax.text(31 - b + 0.47, y + 0.4, str(lane), ha="center", va="center", fontsize=6)
+            v = row.get("values", {}).get(b)
+            if v:
+                ax.add_patch(plt.Rectangle((31 - b + 0.1, y + 0.05), 0.75, 0.12, color="black"))
+        writer = row.get("writer")
+        ax.text(32.3, y + 0.4, f"{row['word']}" + (f"  stored by lane {writer}" if writer is not None else ""),
+                va="center", fontsize=8)
+    ax.set_xlim(-0.2, 44)
+    ax.set_ylim(-0.3, n + 0.1)
+    ax.set_xticks([31 - b + 0.47 for b in range(0, 32, 4)], [str(b) for b in range(0, 32, 4)], fontsize=7)
+    ax.set_yticks([])
+    ax.set_xlabel("bit of the word (31 on the left; the number in a bit is the lane whose element it describes;"
+                  " a black bar: bit set)", fontsize=8)
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return _done(fig)
+
+
+def counts(table: dict[str, dict[str, float]], title=None):
+    """Access counts side by side: table[kernel][figure] = value; one small bar chart per figure
+    (each has its own unit), kernels in the given order."""
+    kernels = list(table)
+    figures = list(dict.fromkeys(f for row in table.values() for f in row))
+    n = max(1, len(figures))
+    fig, axes = plt.subplots(1, n, figsize=(min(3.3 * n, 17), 0.42 * len(kernels) + 1.6), squeeze=False)
+    for ax, f in zip(axes[0], figures):
+        vals = [table[k].get(f) for k in kernels]
+        y = np.arange(len(kernels))[::-1]
+        ax.barh(y, [v or 0 for v in vals], color=[COLORS[i % len(COLORS)] for i in range(len(kernels))])
+        for yi, v in zip(y, vals):
+            ax.text(v or 0, yi, " –" if v is None else f" {v:.3g}", va="center", fontsize=8)
+        ax.set_yticks(y, kernels if ax is axes[0][0] else [""] * len(kernels), fontsize=8)
+        ax.set_title(f, fontsize=8)
+        ax.set_xlim(0, max([v or 0 for v in vals] + [1e-9]) * 1.5)
+        ax.tick_params(axis="x", labelsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return _done(fig)
