@@ -274,11 +274,11 @@ def cells(panels: dict[str, dict], title=None, legend=True):
     return fig
 
 
-def warp_lanes(lane_units: dict[int, list[int]], kind: str, passes: int, title=None, n_lanes: int = 32):
+def warp_lanes(lane_units: dict[int, list[int]], kind: str, title=None, n_lanes: int = 32):
     """One warp-wide memory instruction: each active lane (x) against the 32-byte sectors (kind
-    "sector": y = distinct sectors, in address order) or the 32 banks (kind "bank"; a lane of a
-    float4 access touches 4 banks) it touches. `passes` is what the hardware pays: sectors moved,
-    or shared-memory wavefronts (1 = conflict-free). On the right, for banks: distinct words per bank."""
+    "sector": lane_units holds sector numbers; y = the distinct ones, in address order) or the 32
+    banks (kind "bank": lane_units holds 4-byte word numbers; a lane of a float4 access touches 4
+    banks) it touches. On the right, for banks: how many distinct words each bank must serve."""
     banks = kind == "bank"
     fig, axes = plt.subplots(1, 2 if banks else 1, figsize=(9.5 if banks else 7, 4.2), squeeze=False,
                              gridspec_kw={"width_ratios": [4, 1]} if banks else None)

@@ -288,25 +288,27 @@ def _trace(raw: dict, lines: dict, launches: list[dict]) -> list[WarpAccess]:
     if not len(t):
         return out
     keys = np.stack([t["launch"], t["site"], t["bx"], t["by"], t["bz"], t["warp"], t["occurrence"]], axis=1)
-    _, first, = np.unique(keys, axis=0, return_index=True)[:2]
     order = np.lexsort(keys.T[::-1])
     keys_sorted = keys[order]
     breaks = np.flatnonzero(np.any(np.diff(keys_sorted, axis=0) != 0, axis=1)) + 1
-    for grp in np.split(order, breaks):
-        r0 = t[grp[0]]
-        launch = launches[int(r0["launch"])]
-        s = sites.get((int(r0["launch"]), int(r0["site"]))) or site_pc.get(int(r0["site"]))
+    # plain lists once: indexing numpy records one by one took seconds for a block's trace
+    lane, offset, size = t["lane"][order].tolist(), t["offset"][order].tolist(), t["size"][order].tolist()
+    merged = t["merged"][order].tolist()
+    rows = keys_sorted.tolist()
+    starts = [0] + breaks.tolist()
+    for lo, hi in zip(starts, starts[1:] + [len(order)]):
+        li, site, bx, by, bz, warp, occurrence = rows[lo]
+        launch = launches[li]
+        s = sites.get((li, site)) or site_pc.get(site)
         bdim = launch["block"]
         lanes = []
-        for i in grp:
-            r = t[i]
-            tid = int(r["warp"]) * 32 + int(r["lane"])
-            lanes.append((int(r["lane"]), (tid % bdim[0], (tid // bdim[0]) % bdim[1], tid // (bdim[0] * bdim[1])),
-                          int(r["offset"]), int(r["size"])))
-        out.append(WarpAccess(launch["kernel"], lines.get(s["pc"], ("?", 0))[1] if s else 0,
-                              (int(r0["bx"]), int(r0["by"]), int(r0["bz"])), int(r0["warp"]),
+        for i in range(lo, hi):
+            tid = warp * 32 + lane[i]
+            lanes.append((lane[i], (tid % bdim[0], (tid // bdim[0]) % bdim[1], tid // (bdim[0] * bdim[1])),
+                          offset[i], size[i]))
+        out.append(WarpAccess(launch["kernel"], lines.get(s["pc"], ("?", 0))[1] if s else 0, (bx, by, bz), warp,
                               s["space"] if s else "?", s["op"] if s else "?", s["buffer"] if s else "?",
-                              int(r0["occurrence"]), lanes, int(r0["merged"])))
+                              occurrence, lanes, merged[lo]))
     return out
 
 

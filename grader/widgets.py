@@ -37,14 +37,18 @@ def _get(rec, name, default=None):
 
 
 class Access:
-    """One warp-level access of a trace (a grader.profile.WarpAccess, or the same fields as a dict)."""
-    __slots__ = ("kernel", "line", "block", "warp", "space", "op", "buffer", "occurrence", "lanes")
+    """One warp-level access of a trace (a grader.profile.WarpAccess, or the same fields as a dict).
+    `occurrence` counts from the start of the kernel here (see `accesses`); `merged` > 1: nvcc
+    loads this and the next merged-1 occurrences as one wider load; 0: absorbed into such a load."""
+    __slots__ = ("kernel", "line", "block", "warp", "space", "op", "buffer", "occurrence", "lanes", "merged", "epoch")
 
-    def __init__(self, rec):
-        for f in self.__slots__:
+    def __init__(self, rec, lanes=None, epoch=0):
+        for f in self.__slots__[:-3]:
             setattr(self, f, _get(rec, f))
         self.block = tuple(self.block)
-        self.lanes = [(int(l), tuple(t), int(off), int(size)) for l, t, off, size in self.lanes]
+        self.lanes = [(int(l), tuple(t), int(off), int(size)) for l, t, off, size in (lanes or self.lanes)]
+        self.merged = int(_get(rec, "merged", 1))
+        self.epoch = epoch
 
     @property
     def key(self):  # one instruction of the source: a line may hold several (As and Bs loads)
@@ -52,21 +56,43 @@ class Access:
 
 
 def accesses(trace) -> list[Access]:
-    return [a if isinstance(a, Access) else Access(a) for a in (trace or [])]
+    """The trace's warp accesses, one per execution of an instruction by a warp. grader.profile
+    counts `occurrence` from the warp's last barrier, so one record can hold the same lane several
+    times, once per stretch between barriers (in the order they ran): split those apart, then number
+    each warp's executions of an instruction from the start of the kernel."""
+    if trace and isinstance(trace[0], Access):
+        return trace
+    split = []
+    for rec in trace or []:
+        seen: Counter = Counter()
+        epochs = defaultdict(list)
+        for lane in _get(rec, "lanes"):
+            epochs[seen[lane[0]]].append(lane)
+            seen[lane[0]] += 1
+        split += [Access(rec, lanes, e) for e, lanes in sorted(epochs.items())] or [Access(rec, [], 0)]
+    split.sort(key=lambda a: (a.key, a.block, a.warp, a.epoch, a.occurrence))
+    n: Counter = Counter()
+    for a in split:
+        a.occurrence = n[a.key, a.block, a.warp]
+        n[a.key, a.block, a.warp] += 1
+    return split
 
 
 def profile_of(source, exercise: str, shape=None, blocks="all"):
     """grader.profile.run with the trace on, cached per (source, exercise, shape, blocks)."""
     if not isinstance(source, (str, Path)):
         return source  # already a profile
-    from .binding import read_source
-    text, _ = read_source(source)
+    from .submissions import read
+    text, _ = read(source, exercise)
     shape = tuple(shape or SHAPES.get(exercise, ())) or None
     key = (hashlib.sha256(text.encode()).hexdigest(), exercise, shape, repr(blocks))
     if key not in _CACHE:
         from . import profile
-        _CACHE[key] = profile.run(exercise, text, shape, blocks=blocks, trace=True)
-        _CACHE[key]._widget_source = text
+        p = profile.run(exercise, text, shape, blocks=blocks, trace=blocks != "sample", resources=False)
+        p._widget_source = text
+        if p.trace is not None:
+            p.trace = accesses(p.trace)
+        _CACHE[key] = p
     return _CACHE[key]
 
 
@@ -111,33 +137,40 @@ def shared_extent(acc: list[Access]) -> dict[str, int]:
     return ext
 
 
-# ---------------------------------------------------------------- counts of one warp access
-
-def passes(a: Access) -> int:
-    """What the memory system pays for this one warp access: the 32-byte sectors it touches
-    (global), or its shared-memory wavefronts: 32-bit accesses in one phase, 64-bit in two
-    (half-warps), 128-bit in four (quarter-warps); a phase costs the most distinct 4-byte words
-    any one bank must serve (the same word twice is a broadcast, free)."""
-    if not a.lanes:
-        return 0
-    if a.space == "global":
-        return len({s for _, _, off, size in a.lanes for s in range(off // 32, (off + size - 1) // 32 + 1)})
-    width = max(size for *_, size in a.lanes)
-    lanes_per_phase = 32 // max(1, min(4, -(-width // FLOAT)))
-    phases = defaultdict(lambda: defaultdict(set))
-    for lane, _, off, size in a.lanes:
-        for w in _elements(off, size):
-            phases[lane // lanes_per_phase][w % 32].add(w)
-    return sum(max(len(ws) for ws in banks.values()) for banks in phases.values())
-
+# ---------------------------------------------------------------- one warp access, as drawn
 
 def lane_units(a: Access) -> dict[int, list[int]]:
-    """lane -> the sectors (global) or 4-byte words (shared) it touches."""
+    """lane -> the 32-byte sectors (global) or 4-byte words (shared) it touches. A load that nvcc
+    merges with the next ones (`merged` k > 1) is drawn as the k*4-byte load it becomes."""
+    width = FLOAT * a.merged if a.space == "shared" and a.merged > 1 else None
     out = {}
     for lane, _, off, size in a.lanes:
+        size = width or size
         out[lane] = (list(range(off // 32, (off + size - 1) // 32 + 1)) if a.space == "global"
                      else list(_elements(off, size)))
     return out
+
+
+def busiest_bank(a: Access) -> int:
+    """Shared: the most distinct 4-byte words that one bank holds among the words the warp's lanes
+    touch (the same word twice is a broadcast); a 32-bit access costs that many wavefronts."""
+    per_bank = defaultdict(set)
+    for ws in lane_units(a).values():
+        for w in ws:
+            per_bank[w % 32].add(w)
+    return max((len(v) for v in per_bank.values()), default=0)
+
+
+def line_cost(p, key) -> dict | None:
+    """grader.profile's count for one instruction (its per_line row): requests, sectors or
+    wavefronts, and their ratio, over every recorded warp."""
+    kernel, line, space, op, buffer = key
+    for r in getattr(p, "per_line", None) or []:
+        if (r.get("kernel"), r.get("line"), r.get("space"), r.get("op"), r.get("buffer")) == tuple(key):
+            units = r.get("sectors", r.get("wavefronts"))
+            return {"requests": r["requests"], "units": units, "unit": "sectors" if "sectors" in r else "wavefronts",
+                    "per_request": units / r["requests"] if r["requests"] else 0.0, "conflicts": r.get("conflicts")}
+    return None
 
 
 # ---------------------------------------------------------------- data for each picture
@@ -203,30 +236,32 @@ def warp_accesses(p, key, block=None, warp=None) -> list[Access]:
 
 
 def worst_instruction(p, space=None, buffer=None):
-    """The instruction whose average warp access costs the most passes (the one to look at first)."""
-    cost = defaultdict(list)
-    for a in accesses(p.trace):
-        if (space is None or a.space == space) and (buffer is None or a.buffer == buffer):
-            cost[a.key].append(passes(a))
-    if not cost:
-        return None
-    return max(sorted(cost), key=lambda k: sum(cost[k]) / len(cost[k]))
+    """The instruction with the most sectors or wavefronts per request (the one to look at first)."""
+    keys = [k for k in instructions(p) if (space is None or k[2] == space) and (buffer is None or k[4] == buffer)]
+    costs = {k: (line_cost(p, k) or {}).get("per_request", 0.0) for k in keys}
+    return max(keys, key=lambda k: costs[k]) if keys else None
 
 
-def warp_data(a: Access) -> dict:
-    """The arguments of plots.warp_lanes for one warp access, and a sentence that says what it costs."""
+def warp_data(p, a: Access) -> dict:
+    """The arguments of plots.warp_lanes for one warp access, what this access touches, and what
+    grader.profile counted for its instruction over every recorded warp (`per_request`)."""
     units = lane_units(a)
-    n = passes(a)
+    cost = line_cost(p, a.key) or {}
     used = len({e for _, _, off, size in a.lanes for e in _elements(off, size)}) * FLOAT
     if a.space == "global":
-        say = (f"{len(a.lanes)} lanes -> {n} sector(s) of 32 B: {32 * n} B moved for {used} B used"
-               + (" (coalesced)" if 32 * n <= max(used, 32) * 2 else ""))
+        n = len({u for us in units.values() for u in us})
+        say = f"{len(a.lanes)} lanes -> {n} sector(s) of 32 B: {32 * n} B moved for {used} B used"
     else:
-        say = (f"{len(a.lanes)} lanes -> {n} wavefront(s)"
-               + (": conflict-free" if n <= max(1, -(-max(s for *_, s in a.lanes) // FLOAT))
-                  else f": a {n}-way bank conflict" if max(s for *_, s in a.lanes) <= FLOAT
-                  else " (bank conflicts)"))
-    return {"lane_units": units, "kind": "sector" if a.space == "global" else "bank", "passes": n, "say": say}
+        n = busiest_bank(a)
+        say = (f"{len(a.lanes)} lanes; busiest bank: {n} distinct word(s)"
+               + ("" if a.merged == 1 else " (absorbed into an earlier wide load: no request of its own)"
+                  if a.merged == 0 else f" (one {32 * a.merged}-bit load for {a.merged} of the source's loads)"))
+    if cost:
+        say += (f"\nline {a.line}, every recorded warp: {cost['per_request']:.3g} {cost['unit']} per request"
+                + (f", {cost['conflicts'] / cost['requests']:.3g} of them bank conflicts"
+                   if cost["unit"] == "wavefronts" and cost.get("conflicts") else ""))
+    return {"lane_units": units, "kind": "sector" if a.space == "global" else "bank", "n": n, "say": say,
+            "per_request": cost.get("per_request")}
 
 
 def steps(p, block) -> dict:
@@ -438,11 +473,11 @@ def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, spac
         acc = warp_accesses(p, pick.value, blk.value, wp.value)
         occ.max = max(0, len(acc) - 1)
         if not acc:
-            return plots.warp_lanes({}, "bank" if pick.value[2] == "shared" else "sector", 0,
+            return plots.warp_lanes({}, "bank" if pick.value[2] == "shared" else "sector",
                                     title=f"warp {wp.value} never runs this instruction in block {blk.value[:2]}")
         a = acc[min(occ.value, len(acc) - 1)]
-        d = warp_data(a)
-        return plots.warp_lanes(d["lane_units"], d["kind"], d["passes"],
+        d = warp_data(p, a)
+        return plots.warp_lanes(d["lane_units"], d["kind"],
                                 title=f"{instruction_label(p, a.key)[:80]}\nblock {a.block[:2]}, warp {a.warp}, "
                                       f"occurrence {a.occurrence}: {d['say']}")
     return _make_view()([pick, blk, wp, occ], draw, caption=_per_line_caption(p))
@@ -451,8 +486,8 @@ def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, spac
 def tile_walk(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 0, 0)):
     """A slider along K: the elements of A and B that block `block` loads at that step (its tile,
     boxed; earlier steps faded) and the __shared__ slots the step writes, with the slots one
-    thread then reads from them."""
-    p = profile_of(source, exercise, shape)
+    thread then reads from them. Only that block is traced."""
+    p = profile_of(source, exercise, shape, blocks=[tuple(block)])
     blocks, dims = blocks_and_threads(p)
     n = steps(p, block)["n"]
     st = _slider("step along K", n - 1)

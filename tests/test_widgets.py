@@ -1,92 +1,87 @@
-"""grader.widgets: from a kernel's access trace to the pictures (grader.plots) and the widgets."""
-from types import SimpleNamespace
+"""grader.widgets: from a kernel's access trace (grader.profile, CPU backend) to the pictures
+(grader.plots) and the widgets. The kernels are the references in kernels/, traced at small shapes."""
+import os
 
 import pytest
 
 from grader import plots, widgets
 
-# ---- a trace by hand, in grader.profile's record shape (CONTRACTS.md): kernels/01_naive.cu's
-# accesses (16 x 16 blocks, thread (tx, ty) computes C[by*16+ty][bx*16+tx]) and a transposed tile
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+K = lambda name: os.path.join(ROOT, "kernels", name)  # noqa: E731
 
 
-def naive_trace(M, N, K, blocks):
-    out = []
-    for bx, by in blocks:
-        for warp in range(8):
-            lanes = [(l, ((32 * warp + l) % 16, (32 * warp + l) // 16, 0)) for l in range(32)]
-            lanes = [(l, t) for l, t in lanes if by * 16 + t[1] < M and bx * 16 + t[0] < N]
-            if not lanes:
-                continue
-            row = lambda t: by * 16 + t[1]
-            col = lambda t: bx * 16 + t[0]
-            for k in range(K):
-                out.append(dict(kernel="naive_gemm_kernel", line=25, block=(bx, by, 0), warp=warp, space="global",
-                                op="ld", buffer="A", occurrence=k, lanes=[(l, t, 4 * (row(t) * K + k), 4) for l, t in lanes]))
-                out.append(dict(kernel="naive_gemm_kernel", line=25, block=(bx, by, 0), warp=warp, space="global",
-                                op="ld", buffer="B", occurrence=k, lanes=[(l, t, 4 * (k * N + col(t)), 4) for l, t in lanes]))
-            out.append(dict(kernel="naive_gemm_kernel", line=27, block=(bx, by, 0), warp=warp, space="global", op="st",
-                            buffer="C", occurrence=0, lanes=[(l, t, 4 * (row(t) * N + col(t)), 4) for l, t in lanes]))
-    return out
+def layers(panel):
+    return {label: sorted(cells) for label, cells in panel["layers"]}
 
 
-def fake_profile(exercise, shape, trace, **kw):
-    return SimpleNamespace(exercise=exercise, shape=shape, trace=trace, sampled="", derived=kw.get("derived", {}),
-                           metrics={}, per_line=[], _widget_source="")
-
-
-def shared_access(words, size=4, buffer="BsT"):
-    return widgets.Access(dict(kernel="k", line=1, block=(0, 0, 0), warp=0, space="shared", op="ld", buffer=buffer,
-                               occurrence=0, lanes=[(l, (l, 0, 0), 4 * w, size) for l, w in enumerate(words)]))
-
-
-def test_passes_bank_conflicts_and_sectors():
-    assert widgets.passes(shared_access([32 * l for l in range(32)])) == 32       # a column of a 32-wide tile
-    assert widgets.passes(shared_access([33 * l for l in range(32)])) == 1        # padded: 32 banks
-    assert widgets.passes(shared_access([5] * 32)) == 1                           # broadcast
-    assert widgets.passes(shared_access([4 * l for l in range(32)], size=16)) == 4  # float4: 4 quarter-warp phases
-    g = widgets.Access(dict(kernel="k", line=1, block=(0, 0, 0), warp=0, space="global", op="ld", buffer="B",
-                            occurrence=0, lanes=[(l, (l, 0, 0), 4 * l, 4) for l in range(32)]))
-    assert widgets.passes(g) == 4
-    g.lanes = [(l, (l, 0, 0), 4 * 4096 * l, 4) for l in range(32)]
-    assert widgets.passes(g) == 32
+def test_a_record_with_a_lane_twice_is_one_access_per_stretch_between_barriers():
+    # grader.profile counts occurrences from the last barrier: steps 0 and 1 of a tile loop share one record
+    rec = dict(kernel="k", line=3, block=(0, 0, 0), warp=0, space="global", op="ld", buffer="A", occurrence=0,
+               lanes=[(l, (l, 0, 0), 4 * l, 4) for l in range(32)] + [(l, (l, 0, 0), 128 + 4 * l, 4) for l in range(32)])
+    acc = widgets.accesses([rec])
+    assert [(a.occurrence, len(a.lanes), a.lanes[0][2]) for a in acc] == [(0, 32, 0), (1, 32, 128)]
 
 
 def test_naive_thread_touches_one_row_of_A_and_one_column_of_B():
-    M, N, K = 40, 36, 24
-    p = fake_profile("naive", (M, N, K), naive_trace(M, N, K, [(1, 2)]))
-    panels = widgets.thread_data(p, (1, 2, 0), (3, 5, 0))
-    layers = {name.split()[0]: dict(panel["layers"]) for name, panel in panels.items()}
-    assert set(layers) == {"A", "B", "C"}
-    assert sorted(layers["A"]["read"]) == [(2 * 16 + 5, k) for k in range(K)]
-    assert sorted(layers["B"]["read"]) == [(k, 16 + 3) for k in range(K)]
-    assert layers["C"]["written"] == [(37, 19)] and not layers["C"]["read"]
-    fig = plots.cells(panels)
-    assert len(fig.axes) == 3
+    M, N, Kd = 40, 36, 24
+    p = widgets.profile_of(K("01_naive.cu"), "naive", (M, N, Kd))
+    panels = widgets.thread_data(p, (1, 2, 0), (3, 5, 0))       # thread (3, 5) of block (1, 2): C[37][19]
+    got = {name.split()[0]: layers(panel) for name, panel in panels.items()}
+    assert set(got) == {"A", "B", "C"}
+    assert got["A"]["read"] == [(37, k) for k in range(Kd)]
+    assert got["B"]["read"] == [(k, 19) for k in range(Kd)]
+    assert got["C"]["written"] == [(37, 19)] and not got["C"]["read"]
+    assert len(plots.cells(panels).axes) == 3
 
 
-def test_warp_view_of_naive_B_load_is_coalesced_and_the_worst_is_named():
-    M, N, K = 40, 36, 24
-    p = fake_profile("naive", (M, N, K), naive_trace(M, N, K, [(0, 0)]))
-    key = ("naive_gemm_kernel", 25, "global", "ld", "B")
-    a = widgets.warp_accesses(p, key, (0, 0, 0), 0)[0]
-    d = widgets.warp_data(a)
-    assert d["kind"] == "sector" and d["passes"] == 2       # 16 floats (both rows of the warp read them), 64 B from offset 0
-    assert plots.warp_lanes(d["lane_units"], d["kind"], d["passes"]).axes
+def test_warp_view_counts_the_bank_conflict_and_its_absence():
+    for name, exercise, per_request in (("03_bank_conflicts.cu", "conflict_free", 32),
+                                        ("03_conflict_free.cu", "conflict_free", 1)):
+        p = widgets.profile_of(K(name), exercise, (32, 32, 32))
+        key = next(k for k in widgets.instructions(p) if k[2:] == ("shared", "st", "BsT"))
+        a = widgets.warp_accesses(p, key, (0, 0, 0), 0)[0]
+        d = widgets.warp_data(p, a)
+        assert d["kind"] == "bank" and d["per_request"] == per_request, (name, d["say"])
+        assert d["n"] == per_request  # the picture: 32 lanes' words all in one bank, or one per bank
+        assert widgets.worst_instruction(p)[4] == "BsT" or per_request == 1
+        assert plots.warp_lanes(d["lane_units"], d["kind"], title=d["say"]).axes
 
 
-def test_tile_walk_steps_along_K():
-    M, N, K = 40, 36, 24
-    p = fake_profile("naive", (M, N, K), naive_trace(M, N, K, [(0, 0)]))
-    assert widgets.steps(p, (0, 0, 0))["n"] == K
-    panels = widgets.tile_data(p, (0, 0, 0), 5)
-    a = dict(panels["A"]["layers"])
-    assert sorted({c for _, c in a["this step"]}) == [5] and sorted({c for _, c in a["earlier steps"]}) == list(range(5))
+def test_warp_view_of_the_naive_B_load_is_coalesced():
+    p = widgets.profile_of(K("01_naive.cu"), "naive", (40, 36, 24))
+    key = next(k for k in widgets.instructions(p) if k[2:] == ("global", "ld", "B"))
+    d = widgets.warp_data(p, widgets.warp_accesses(p, key, (0, 0, 0), 0)[0])
+    assert d["kind"] == "sector" and d["n"] == 2   # 16 consecutive floats from offset 0 (both rows of the warp)
 
 
-def test_widget_redraws_when_a_slider_moves():
-    M, N, K = 40, 36, 24
-    p = fake_profile("naive", (M, N, K), naive_trace(M, N, K, [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]))
-    view = widgets.thread_map(p, "naive")
+def test_tile_walk_of_the_tiled_kernel_moves_one_tile_per_step():
+    p = widgets.profile_of(K("02_tiled.cu"), "tiled", (40, 36, 70), blocks=[(0, 0, 0)])
+    walk = widgets.steps(p, (0, 0, 0))
+    assert walk["n"] == 3                                           # K = 70: tiles of 32, 32, 6
+    for step in range(3):
+        panels = widgets.tile_data(p, (0, 0, 0), step, thread=(3, 5, 0))
+        a = layers(panels["A"])
+        cols = sorted({c for _, c in a["this step"]})
+        assert cols == list(range(32 * step, min(32 * step + 32, 70))), step
+        assert sorted({c for _, c in a["earlier steps"]}) == list(range(32 * step))
+        shared = {n.split()[0]: layers(panel) for n, panel in panels.items() if "shared" in n}
+        # the thread reads a row of As and a column of Bs (32 banks wide: row = 128 bytes)
+        assert shared["As"]["this thread"] == [(5, c) for c in range(32)]
+        assert shared["Bs"]["this thread"] == [(r, 3) for r in range(32)]
+
+
+def test_mask_bits_each_lane_sets_its_own_bit():
+    p = widgets.profile_of(K("06_relu_mask.cu"), "relu_mask", (3, 200))
+    stores = widgets.mask_stores(p)
+    assert stores
+    rows = widgets.mask_data(p, *stores[0])
+    assert rows and all(r["writer"] == 0 for r in rows)             # lane 0 stores the ballot's word
+    assert rows[0]["bits"] == {b: b for b in range(32)}             # bit b: lane b's element
+    assert plots.mask_bits(rows).axes
+
+
+def test_widget_redraws_when_a_slider_moves_and_carries_a_png():
+    view = widgets.thread_map(K("01_naive.cu"), "naive", (40, 36, 24))
     before = view.png
     assert before.startswith(b"\x89PNG")
     bundle = view._repr_mimebundle_()
