@@ -71,7 +71,8 @@ def load(source_or_path, exercise: str, *, backend: str = "auto", sanitize: bool
     filename = filename or name
     if not source.strip():
         raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
-    backend = resolve_backend(backend)
+    # host code (cpu_blocked) dereferences its pointers on the CPU: never hand it GPU memory
+    backend = "cpu" if exercise in contract.HOST else resolve_backend(backend)
     build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename,
                             sanitize=sanitize, extra_flags=extra_flags)
     if build.key not in _MODULES:

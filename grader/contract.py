@@ -70,6 +70,11 @@ GEMM_RELU = Launcher(
      ("int", "M"), ("int", "N"), ("int", "K"), ("cudaStream_t", "stream")),
     "C = relu(A . B + bias), bias[N] added to every row; mask bit set where C > 0",
 )
+GEMM_CPU = Launcher(
+    "gemm_cpu",
+    (("const float*", "A"), ("const float*", "B"), ("float*", "C"), ("int", "M"), ("int", "N"), ("int", "K")),
+    "C[M x N] = A[M x K] . B[K x N], on the CPU: plain C++, no kernel, no stream",
+)
 
 # exercise name -> the launchers its kernel file must define
 LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
@@ -79,7 +84,11 @@ LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
     "register_blocked": (GEMM,),
     "relu_mask": (RELU_FORWARD, RELU_BACKWARD),
     "gemm_relu": (GEMM_RELU,),
+    "cpu_blocked": (GEMM_CPU,),
 }
+# Exercises whose launcher is host code: its pointers are CPU memory, it runs on the CPU backend
+# whatever GPU there is, and its speed is timed on the CPU (grader.host).
+HOST: frozenset[str] = frozenset({"cpu_blocked"})
 
 
 def mask_words(n: int) -> int:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import binding, checks, exercises, forbidden, sandbox, submissions, toolchain
+from . import binding, checks, contract, exercises, forbidden, host, sandbox, submissions, toolchain
 from .errors import CannotGrade, CompileError, GraderError, SubmissionError
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
@@ -70,8 +70,9 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     gpu_lock, lock_wait: batch --per-gpu, several children share one GPU (grader.sandbox).
     """
     ex = exercises.get(exercise, thresholds_file)
-    backend = binding.resolve_backend(backend)
-    res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" else None)
+    on_host = exercise in contract.HOST  # plain C++ on the CPU: CPU backend, timed on any machine
+    backend = "cpu" if on_host else binding.resolve_backend(backend)
+    res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None)
     try:
         source, filename = submissions.read(source_or_path, exercise)
         if not source.strip():
@@ -98,8 +99,14 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     cases = [checks.make_case(exercise, s, gen) for s in shapes for _ in range(2)]
     request = {"lib": str(build.path), "exercise": exercise, "backend": backend,
                "schedules": SCHEDULES_CPU if backend == "cpu" else [0]}
-    timed = backend == "cuda" and time_it and ex.threshold is not None
-    if timed:
+    timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
+    if timed and on_host:
+        try:
+            request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
+        except CompileError as e:
+            res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
+            return res
+    elif timed:
         base = toolchain.build(ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise,
                                filename=ex.baseline) if ex.baseline_path else None
         tseed = secrets.randbits(62)
@@ -223,7 +230,7 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             res.message = (f"at shape {'x'.join(map(str, case.shape))} the result changes from run to run "
                            "with the same input (right in some runs, wrong in others)")
             res.hint = ("A race: threads read shared memory that other threads are still writing. "
-                        "Is there a __syncthreads() after loading a tile AND after using it?")
+                        "Is there a __syncthreads() after loading a tile AND after using it? (Notebook 03, hint 3.)")
             return
         key = tuple(case.shape)
         replayed = bool(problems) and any(ok and _same(prev, outs[0]) for prev, ok in seen.get(key, []))
@@ -279,9 +286,9 @@ def plausibility(t: dict, ex: exercises.Exercise, device: dict | None = None) ->
     if k["host_ms"] > HOST_FACTOR * k["median_ms"] + HOST_SLACK_MS:
         return (f"the CUDA events saw {k['median_ms']:.3f} ms but the host clock {k['host_ms']:.3f} ms per call "
                 "(is work launched on another stream?)")
-    ref = t.get("cublas") or t.get("torch")
+    ref = t.get("cublas") or t.get("torch") or t.get("numpy")
     if ref and ref["median_ms"] / k["median_ms"] > LIBRARY_FACTOR:
-        lib = "cuBLAS" if t.get("cublas") else "torch"
+        lib = "cuBLAS" if t.get("cublas") else "torch" if t.get("torch") else "numpy"
         return f"{ref['median_ms'] / k['median_ms']:.0f}x faster than {lib}"
     peak = (device or {}).get("peak_fp32_tflops")
     if len(ex.bench_shape) == 3 and peak:
@@ -337,4 +344,5 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
     if not res.passed:
         res.hint = ex.slow_hint
     res.message = (f"correct; {verdict}: {res.speedup:.2f}x the baseline {ex.baseline} "
-                   f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else ""))
+                   f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else "")
+                   + (f", {100 * t['numpy']['median_ms'] / k_ms:.0f}% of numpy's speed" if t.get("numpy") else ""))

@@ -36,7 +36,7 @@ def _load(path: str, exercise: str, backend: str) -> KernelModule:
 
 
 GUARD = 1024  # elements of poison before and after each buffer a test call gets
-GEMM_ONLY = ("naive", "tiled", "conflict_free", "register_blocked")  # C = A B: column sums are linear
+GEMM_ONLY = ("naive", "tiled", "conflict_free", "register_blocked", "cpu_blocked")  # C = A B: column sums are linear
 OUTPUT_FILE_CAP = 64 << 20  # bytes any file written by the worker (its stdout log) may grow to
 
 
@@ -307,7 +307,15 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
                 continue
             send({"case": meta["case"], "schedule": seed, "inputs_sha256": digests},
                  {k: v.numpy() for k, v in outs.items()})
-    if req.get("timing") and mod.backend == "cuda":
+    if req.get("timing") and req["timing"].get("host"):  # a host exercise: timed on the CPU (grader.host)
+        from . import host
+        try:
+            times, rounds = host.time_kernels(req["timing"], req["exercise"])
+            send({"timing": times, "inputs_changed": rounds.inputs_changed, "timed_failure": rounds.failure,
+                  "rounds": rounds.rounds, "device": {"name": host.cpu_name()}})
+        except GraderError as e:
+            send({"timing_error": str(e)})
+    elif req.get("timing") and mod.backend == "cuda":
         base = _load(req["baseline_lib"], req["baseline_exercise"], "cuda") if req.get("baseline_lib") else None
         try:
             times, rounds = time_kernels(mod, base, req["timing"])

@@ -25,6 +25,7 @@ EXERCISE = {
     "04a_register_1d.cu": "register_blocked", "04_register_blocked.cu": "register_blocked",
     "06_relu_mask.cu": "relu_mask", "07_gemm_relu.cu": "gemm_relu",
     "00_machine.cu": None,  # notebook 00's probes (grader.machine): no exercise, no launcher contract
+    "00_cpu_naive.cu": "cpu_blocked", "00_cpu_blocked.cu": "cpu_blocked",  # plain C++ (tests/test_host.py)
 }
 
 
