@@ -19,10 +19,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from grader.errors import CompileError
+from grader.errors import CannotGrade, CompileError
 from grader.procs import run_all
 
-from .rewrite import UnsupportedConstruct, rewrite
+from .rewrite import LaunchSyntaxError, UnsupportedConstruct, rewrite
 
 HERE = Path(__file__).resolve().parent
 GXX = os.environ.get("CXX", "g++")
@@ -31,10 +31,52 @@ _COMMON = ["-std=c++20", "-O2", "-fPIC", "-fno-strict-aliasing", "-g1", "-Wno-un
 # -fstack-clash-protection: a large local array probes its pages in order, so a thread that
 # overflows its fiber stack faults in its guard page (reported as such) instead of writing
 # into another thread's stack.
-_CHECKS = ["-fsanitize=bounds,alignment", "-fno-sanitize-recover=bounds,alignment", "-fstack-clash-protection"]
+# -ftrivial-auto-var-init=pattern: a local read before it is written holds 0xFEFEFEFE (as a float
+# -1.7e38), not the zero a fresh fiber stack would give: an uninitialised accumulator shows.
+_CHECKS = ["-fsanitize=bounds,alignment", "-fno-sanitize-recover=bounds,alignment", "-fstack-clash-protection",
+           "-ftrivial-auto-var-init=pattern"]
 _RACE = ["-fsanitize=thread", "-fno-threadsafe-statics", "--param=tsan-instrument-func-entry-exit=0"]
 _ASAN = ["-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer", "-g"]
 _MAX_LINES = 40
+
+
+class NotOnCpu(CannotGrade):
+    """The kernel file uses a CUDA feature the CPU backend cannot run: it could not be graded
+    here (exit 2), which says nothing against the kernel."""
+
+    def __init__(self, filename: str, line: int | None, what: str):
+        where = f"{filename}:{line}: " if line else f"{filename}: "
+        super().__init__(f"could not grade on the CPU backend: {where}{what}. "
+                         "Grade this file on a GPU (--backend cuda).")
+        self.line = line
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_names() -> frozenset[str]:
+    text = (HERE / "cuda_names.txt").read_text()
+    return frozenset(w for w in text.split() if not w.startswith("#") and w.isidentifier())
+
+
+def _unsupported_in_log(log: str, filename: str) -> NotOnCpu | None:
+    """A g++ failure caused by a CUDA feature this backend lacks (an intrinsic or runtime call it
+    does not define, a part of cooperative groups, a limit of its own headers), not by the
+    learner: the first such error at the learner's file, as NotOnCpu."""
+    base = re.escape(Path(filename.replace("\\", "/")).name)
+    at = rf"(?:^|/){base}:(\d+):\d+:"
+    names = _cuda_names()
+    q = "['\u2018\u2019`]"  # g++ quotes with ' or, in a UTF-8 locale, with \u2018 \u2019
+    for m in re.finditer(rf"{at} error: {q}([\w:]+){q} (?:was not declared in this scope|has not been declared"
+                         rf"|is not a member of {q}([\w:]+){q})", log, re.M):
+        name, scope = m.group(2), m.group(3) or ""
+        if name in names or name.split("::")[-1] in names:
+            return NotOnCpu(filename, int(m.group(1)), f"{name} is part of CUDA but not of the CPU backend")
+        if scope and re.search(r"cooperative_groups|\bcg\b", scope + " " + name):
+            return NotOnCpu(filename, int(m.group(1)), f"cooperative_groups::{name} is not supported by the CPU "
+                            "backend")
+    for m in re.finditer(r"error: static assertion failed: (.*(?:CPU backend).*)$", log, re.M):
+        lines = re.findall(rf"{at}\s+required from here", log[:m.start()], re.M)
+        return NotOnCpu(filename, int(lines[-1]) if lines else None, m.group(1).strip())
+    return None
 
 
 def _asm_switch() -> bool:
@@ -64,8 +106,10 @@ def sanitizer_env() -> dict[str, str]:
 def _translation_unit(source: str, filename: str, prelude: str) -> str:
     try:
         body = rewrite(source).text
-    except UnsupportedConstruct as e:
+    except LaunchSyntaxError as e:
         raise CompileError(f"{filename}:{e.line}: error: {e.message}") from None
+    except UnsupportedConstruct as e:
+        raise NotOnCpu(filename, e.line, e.message) from None
     name = filename.replace("\\", "/").replace('"', "")
     return (f'#include "cuda_emu.h"\n'
             f'namespace cuda_emu {{ extern const char* const source_name = "{name}"; }}\n'
@@ -153,7 +197,7 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
         results = _run(cmds + runtime_cmds, tmp, timeout)
         log = "".join(out for _, out in results)
         if any(rc for rc, _ in results):
-            raise CompileError(_trim(log, tmp), log)
+            raise _unsupported_in_log(log, filename) or CompileError(_trim(log, tmp), log)
         for obj in runtime_objs:
             if not obj.exists():  # built just now: publish atomically for later builds
                 os.replace(tmp / obj.name, obj)

@@ -22,6 +22,7 @@ namespace {
 struct Shadow {  // one per 4-byte word of shared memory
     uint64_t w_clock = 0, r_clock = 0;
     int w_tid = -1, r_tid = -1, r2_tid = -1, r_warp = -1;
+    uint32_t r_lanes = 0;  // lanes of warp r_warp that read it since the last barrier
     const void *w_pc = nullptr, *r_pc = nullptr, *r2_pc = nullptr;
 };
 
@@ -82,7 +83,17 @@ std::string element_name(const Range& r, size_t off) {
 }
 
 bool excused(int tid_a, uint64_t clock_a, int tid_b) {  // ordered by a warp-level sync since?
-    return tid_a / 32 == tid_b / 32 && g_warp_sync[tid_a / 32] > clock_a;
+    return tid_a / 32 == tid_b / 32 && warp_synced(tid_a, clock_a, tid_b);
+}
+
+// Every lane that read the word since the last barrier is ordered before `me` by a warp-level
+// sync after the last read (only lanes of one warp can be: r_warp is -1 otherwise).
+bool reads_synced(const Shadow& s, int me) {
+    if (s.r_warp != me / 32) return false;
+    if (g_warp_sync[me / 32] > s.r_clock) return true;  // the whole warp synced
+    for (uint32_t l = s.r_lanes & ~(1u << (me % 32)); l; l &= l - 1)
+        if (!warp_synced(me / 32 * 32 + __builtin_ctz(l), s.r_clock, me)) return false;
+    return true;
 }
 
 void race(const Range& r, size_t off, const char* what_b, const void* pc_b, int other, const char* what_a,
@@ -116,10 +127,11 @@ void access(const void* p, size_t n, bool write, const void* pc) {
         if (!write) {
             if (wrote) race(*r, woff, "reads", pc, s.w_tid, "wrote", s.w_pc);
             if (s.r_clock < g_block_sync) {
-                s.r_tid = me; s.r_pc = pc; s.r2_tid = -1; s.r_warp = me / 32;
+                s.r_tid = me; s.r_pc = pc; s.r2_tid = -1; s.r_warp = me / 32; s.r_lanes = 1u << (me % 32);
             } else if (me != s.r_tid) {
                 s.r2_tid = me; s.r2_pc = pc;
                 if (s.r_warp != me / 32) s.r_warp = -1;
+                else s.r_lanes |= 1u << (me % 32);
             }
             s.r_clock = g_clock;
         } else {
@@ -127,8 +139,7 @@ void access(const void* p, size_t n, bool write, const void* pc) {
             if (s.r_clock >= g_block_sync) {
                 int other = s.r_tid != me ? s.r_tid : s.r2_tid;
                 const void* opc = s.r_tid != me ? s.r_pc : s.r2_pc;
-                bool synced = s.r_warp == me / 32 && g_warp_sync[me / 32] > s.r_clock;
-                if (other >= 0 && !synced) race(*r, woff, "writes", pc, other, "read", opc);
+                if (other >= 0 && !reads_synced(s, me)) race(*r, woff, "writes", pc, other, "read", opc);
             }
             s.w_tid = me; s.w_clock = g_clock; s.w_pc = pc;
         }
@@ -168,6 +179,7 @@ void checks_new_block() {
     g_block_checked = (g_flags & 2) || edge || b.x + b.y * g.x + b.z * g.x * g.y < 4;
     for (const Range& r : g_ranges)  // a new block sees poison, not what the previous block left
         if (!r.dynamic) std::memset(reinterpret_cast<void*>(r.lo), 0xff, r.hi - r.lo);
+    std::memset(g_dyn_smem, 0xff, g_launch.smem);  // extern __shared__ too (it held block (0,0)'s data)
     profile_new_block();
     update_window();
 }

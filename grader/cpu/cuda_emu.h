@@ -68,7 +68,8 @@ static constexpr int warpSize = 32;
 // ---- runtime (runtime.cpp) ----------------------------------------------------
 typedef struct CUstream_st* cudaStream_t;
 namespace cuda_emu {
-enum WarpOp { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, ANY, ALL, SYNCWARP, ACTIVEMASK };
+enum WarpOp { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR, BALLOT, ANY, ALL, SYNCWARP, ACTIVEMASK,
+              REDUCE_ADD, REDUCE_MIN, REDUCE_MAX, REDUCE_AND, REDUCE_OR, REDUCE_XOR, MATCH_ANY, MATCH_ALL };
 enum BlockOp { SYNC, SYNC_COUNT, SYNC_AND, SYNC_OR };
 extern CUDA_EMU_API const char* const source_name;  // the learner's file name
 CUDA_EMU_API int block_sync(int line, int op, int pred);
@@ -80,6 +81,7 @@ CUDA_EMU_API void launch_grid(const char* kernel, int line, const void* fn, dim3
                               size_t smem, bool fibers, void (*thread)(void*), void* ctx);
 CUDA_EMU_API int set_max_dyn_smem(const void* fn, int bytes);  // 0, or 1 when over the limit
 CUDA_EMU_API int take_launch_status();
+CUDA_EMU_API int device_attribute(int attr, int* value);  // cudaDeviceGetAttribute of the emulated GPU
 CUDA_EMU_API void trap(int line, const char* what);
 
 template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
@@ -102,7 +104,7 @@ template <class T> static void register_array(T& a, const char* name) {
     static_assert(rank <= 8, "__shared__ arrays of more than 8 dimensions are not supported");
     [&]<size_t... I>(std::index_sequence<I...>) { ((dims[I] = std::extent<T, I>::value), ...); }
     (std::make_index_sequence<rank>{});
-    register_shared(&a, sizeof(T), name, dims, rank, sizeof(std::remove_all_extents_t<T>));
+    register_shared((const void*)&a, sizeof(T), name, dims, rank, sizeof(std::remove_all_extents_t<T>));
 }
 struct SharedReg {
     template <class T> SharedReg(T& a, const char* name) { register_array(a, name); }
@@ -116,6 +118,9 @@ template <class T> static inline T from_bits(uint64_t b) { T v; std::memcpy(&v, 
 template <int Op, class T>
 static inline T shfl(int line, unsigned mask, T v, int arg, int width = 32) {
     return from_bits<T>(warp_sync(line, Op, mask, to_bits(v), arg, width));
+}
+template <int Op, class T> static inline T reduce(int line, unsigned mask, T v) {  // arg: signed compare
+    return (T)(uint32_t)warp_sync(line, Op, mask, (uint32_t)v, std::is_signed<T>::value, 32);
 }
 }  // namespace cuda_emu
 
@@ -135,6 +140,27 @@ static inline T shfl(int line, unsigned mask, T v, int arg, int width = 32) {
 // The lanes of the warp that call this same __activemask() once every lane has exited or
 // blocked: that is the set of lanes that took the caller's branch.
 #define __activemask() ((unsigned)::cuda_emu::warp_sync(__LINE__, ::cuda_emu::ACTIVEMASK, 0, 0, 0, 32))
+// Warp reductions (sm_80) and matches: functions whose default argument is the caller's line.
+#define CUDA_EMU_REDUCE(name, op, T) \
+    static inline T name(unsigned m, T v, int line = __builtin_LINE()) { return ::cuda_emu::reduce<op>(line, m, v); }
+CUDA_EMU_REDUCE(__reduce_add_sync, ::cuda_emu::REDUCE_ADD, int)
+CUDA_EMU_REDUCE(__reduce_add_sync, ::cuda_emu::REDUCE_ADD, unsigned)
+CUDA_EMU_REDUCE(__reduce_min_sync, ::cuda_emu::REDUCE_MIN, int)
+CUDA_EMU_REDUCE(__reduce_min_sync, ::cuda_emu::REDUCE_MIN, unsigned)
+CUDA_EMU_REDUCE(__reduce_max_sync, ::cuda_emu::REDUCE_MAX, int)
+CUDA_EMU_REDUCE(__reduce_max_sync, ::cuda_emu::REDUCE_MAX, unsigned)
+CUDA_EMU_REDUCE(__reduce_and_sync, ::cuda_emu::REDUCE_AND, unsigned)
+CUDA_EMU_REDUCE(__reduce_or_sync, ::cuda_emu::REDUCE_OR, unsigned)
+CUDA_EMU_REDUCE(__reduce_xor_sync, ::cuda_emu::REDUCE_XOR, unsigned)
+#undef CUDA_EMU_REDUCE
+template <class T> static inline unsigned __match_any_sync(unsigned m, T v, int line = __builtin_LINE()) {
+    return (unsigned)::cuda_emu::warp_sync(line, ::cuda_emu::MATCH_ANY, m, ::cuda_emu::to_bits(v), 0, 32);
+}
+template <class T> static inline unsigned __match_all_sync(unsigned m, T v, int* pred, int line = __builtin_LINE()) {
+    unsigned r = (unsigned)::cuda_emu::warp_sync(line, ::cuda_emu::MATCH_ALL, m, ::cuda_emu::to_bits(v), 0, 32);
+    *pred = r != 0;
+    return r;
+}
 #define __trap() ::cuda_emu::trap(__LINE__, "__trap()")
 #define __threadfence() ((void)0)
 #define __threadfence_block() ((void)0)
@@ -209,7 +235,17 @@ static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((un
 static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 static inline int __mul24(int a, int b) { return a * b; }
 static inline unsigned __umul24(unsigned a, unsigned b) { return a * b; }
+// Loads and stores with cache hints: plain accesses here (the hints are about the GPU's caches).
 template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+template <class T> static inline T __ldca(const T* p) { return *p; }
+template <class T> static inline T __ldcs(const T* p) { return *p; }
+template <class T> static inline T __ldlu(const T* p) { return *p; }
+template <class T> static inline T __ldcv(const T* p) { return *p; }
+template <class T> static inline void __stwb(T* p, std::type_identity_t<T> v) { *p = v; }
+template <class T> static inline void __stcg(T* p, std::type_identity_t<T> v) { *p = v; }
+template <class T> static inline void __stcs(T* p, std::type_identity_t<T> v) { *p = v; }
+template <class T> static inline void __stwt(T* p, std::type_identity_t<T> v) { *p = v; }
 #if defined(__x86_64__)
 static inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
 #else
@@ -244,12 +280,13 @@ CUDA_EMU_ATOMIC unsigned atomicDec(unsigned* p, unsigned v) { unsigned o = *p; *
 #undef CUDA_EMU_BIT_ATOMICS
 #define atomicAdd_block atomicAdd
 #define atomicMax_block atomicMax
+#define atomicAdd_system atomicAdd
 
 // ---- runtime API on host memory -----------------------------------------------------
 typedef int cudaError_t;
 enum : int {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-    cudaErrorInvalidConfiguration = 9, cudaErrorLaunchFailure = 719,
+    cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevice = 101, cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                       cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
@@ -261,6 +298,11 @@ static inline cudaError_t cudaMalloc(void** p, size_t n) {
 }
 template <class T> static inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc((void**)p, n); }
 static inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+static inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+template <class T> static inline cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s) {
+    return cudaMallocAsync((void**)p, n, s);
+}
+static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 static inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) {
     std::memmove(d, s, n); return cudaSuccess;
 }
@@ -273,10 +315,94 @@ template <class T> static inline cudaError_t cudaMemcpyToSymbol(T& sym, const vo
                                                                  cudaMemcpyKind = cudaMemcpyHostToDevice) {
     std::memcpy((char*)&sym + off, s, n); return cudaSuccess;
 }
+template <class T> static inline cudaError_t cudaMemcpyToSymbolAsync(T& sym, const void* s, size_t n, size_t off = 0,
+                                                                      cudaMemcpyKind k = cudaMemcpyHostToDevice,
+                                                                      cudaStream_t = nullptr) {
+    return cudaMemcpyToSymbol(sym, s, n, off, k);
+}
+template <class T> static inline cudaError_t cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0,
+                                                                   cudaMemcpyKind = cudaMemcpyDeviceToHost) {
+    std::memcpy(d, (const char*)&sym + off, n); return cudaSuccess;
+}
+template <class T> static inline cudaError_t cudaMemcpyFromSymbolAsync(void* d, const T& sym, size_t n, size_t off = 0,
+                                                                        cudaMemcpyKind k = cudaMemcpyDeviceToHost,
+                                                                        cudaStream_t = nullptr) {
+    return cudaMemcpyFromSymbol(d, sym, n, off, k);
+}
+// One emulated GPU (device 0), with the H200's properties and the CPU backend's limits.
+enum cudaDeviceAttr {
+    cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMaxBlockDimX = 2, cudaDevAttrMaxBlockDimY = 3,
+    cudaDevAttrMaxBlockDimZ = 4, cudaDevAttrMaxGridDimX = 5, cudaDevAttrMaxGridDimY = 6, cudaDevAttrMaxGridDimZ = 7,
+    cudaDevAttrMaxSharedMemoryPerBlock = 8, cudaDevAttrTotalConstantMemory = 9, cudaDevAttrWarpSize = 10,
+    cudaDevAttrMaxRegistersPerBlock = 12, cudaDevAttrClockRate = 13, cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrConcurrentKernels = 31, cudaDevAttrMemoryClockRate = 36, cudaDevAttrGlobalMemoryBusWidth = 37,
+    cudaDevAttrL2CacheSize = 38, cudaDevAttrMaxThreadsPerMultiProcessor = 39, cudaDevAttrUnifiedAddressing = 41,
+    cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76,
+    cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81, cudaDevAttrMaxRegistersPerMultiprocessor = 82,
+    cudaDevAttrCooperativeLaunch = 95, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+    cudaDevAttrMaxBlocksPerMultiprocessor = 106, cudaDevAttrMemoryPoolsSupported = 115,
+};
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem, sharedMemPerBlock;
+    int regsPerBlock, warpSize;
+    size_t memPitch;
+    int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], clockRate;
+    size_t totalConstMem;
+    int major, minor;
+    size_t textureAlignment;
+    int multiProcessorCount, memoryClockRate, memoryBusWidth, l2CacheSize, maxThreadsPerMultiProcessor;
+    size_t sharedMemPerMultiprocessor;
+    int regsPerMultiprocessor;
+    size_t sharedMemPerBlockOptin;
+    int maxBlocksPerMultiProcessor, concurrentKernels, cooperativeLaunch, unifiedAddressing, integrated;
+};
+static inline cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+static inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+static inline cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+static inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
+    if (d != 0) return cudaErrorInvalidDevice;
+    return ::cuda_emu::device_attribute((int)a, v) ? cudaErrorInvalidValue : cudaSuccess;
+}
+static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
+    if (d != 0) return cudaErrorInvalidDevice;
+    std::memset(p, 0, sizeof *p);
+    std::strcpy(p->name, "CPU backend (an H200's properties)");
+    auto a = [](cudaDeviceAttr x) { int v = 0; ::cuda_emu::device_attribute((int)x, &v); return v; };
+    p->totalGlobalMem = (size_t)141 << 30;
+    p->sharedMemPerBlock = a(cudaDevAttrMaxSharedMemoryPerBlock);
+    p->regsPerBlock = a(cudaDevAttrMaxRegistersPerBlock);
+    p->warpSize = 32;
+    p->memPitch = (size_t)1 << 31;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = 1024; p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 2147483647; p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535;
+    p->clockRate = a(cudaDevAttrClockRate);
+    p->totalConstMem = 65536;
+    p->major = 9; p->minor = 0;
+    p->textureAlignment = 512;
+    p->multiProcessorCount = a(cudaDevAttrMultiProcessorCount);
+    p->memoryClockRate = a(cudaDevAttrMemoryClockRate);
+    p->memoryBusWidth = a(cudaDevAttrGlobalMemoryBusWidth);
+    p->l2CacheSize = a(cudaDevAttrL2CacheSize);
+    p->maxThreadsPerMultiProcessor = 2048;
+    p->sharedMemPerMultiprocessor = a(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
+    p->regsPerMultiprocessor = 65536;
+    p->sharedMemPerBlockOptin = a(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+    p->maxBlocksPerMultiProcessor = 32;
+    p->concurrentKernels = 1; p->cooperativeLaunch = 0; p->unifiedAddressing = 1;
+    return cudaSuccess;
+}
 static inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_launch_status(); }
 static inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+static inline const char* cudaGetErrorName(cudaError_t e) {
+    return e == cudaSuccess ? "cudaSuccess" : e == cudaErrorInvalidValue ? "cudaErrorInvalidValue"
+         : e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
+         : e == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
+         : e == cudaErrorInvalidDevice ? "cudaErrorInvalidDevice" : "cudaErrorLaunchFailure";
+}
 static inline const char* cudaGetErrorString(cudaError_t e) {
     return e == cudaSuccess ? "no error" : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
          : "unspecified launch failure (see the CPU backend's message)";

@@ -22,6 +22,10 @@ class UnsupportedConstruct(Exception):
         self.message = message
 
 
+class LaunchSyntaxError(UnsupportedConstruct):
+    """Not a limit of the CPU backend: nvcc rejects this launch too (a compile error)."""
+
+
 @dataclass
 class Rewritten:
     text: str
@@ -31,8 +35,10 @@ class Rewritten:
 _DROPPED_INCLUDES = re.compile(
     r"^\s*#\s*include\s*[<\"](cuda_runtime(_api)?\.h|cuda\.h|device_launch_parameters\.h|device_functions\.h"
     r"|cuda_fp16\.h|cuda_fp16\.hpp|c10/cuda/.*|ATen/cuda/.*|sm_\d+_intrinsics\.h|vector_types\.h)[>\"]")
+# <cooperative_groups.h> is the backend's own header (grader/cpu, first on the include path).
+_CG_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]cooperative_groups/reduce\.h[>\"]")
 _UNSUPPORTED_INCLUDES = {
-    "cooperative_groups": "cooperative groups (<cooperative_groups.h>)",
+    "cooperative_groups/": "this cooperative groups header",
     "mma.h": "tensor-core WMMA (<mma.h>)",
     "cuda/pipeline": "cuda::pipeline (<cuda/pipeline>)",
     "cuda/barrier": "cuda::barrier (<cuda/barrier>)",
@@ -46,7 +52,9 @@ _UNSUPPORTED_TOKENS = {
     r"\b(wmma|nvcuda)\s*::": "tensor-core WMMA",
     r"\btex[123]D\w*\b|\btexture\s*<|\bcudaTextureObject_t\b|\bsurf[123]D\w*\b": "textures and surfaces",
     r"\b__pipeline_\w+|\b__cp_async\w*": "asynchronous copies (cp.async)",
-    r"\bcudaLaunchCooperativeKernel\b|\bthis_grid\b": "grid-wide synchronization",
+    r"\bcudaLaunchCooperativeKernel\b|\bthis_grid\b|\bgrid_group\b": "grid-wide synchronization",
+    r"\b(this_cluster|cluster_group|coalesced_threads|coalesced_group|labeled_partition|binary_partition"
+    r"|memcpy_async|inclusive_scan|exclusive_scan|this_multi_grid)\b": "this part of cooperative groups",
     r"\b__nanosleep\b": "__nanosleep (a spin-wait on other blocks would never end: blocks run one after another)",
     r"\b__(shfl|shfl_up|shfl_down|shfl_xor|ballot|any|all)\s*\(": "the pre-CUDA-9 warp intrinsics without _sync "
                                                                  "(use __shfl_sync(0xffffffff, ...) and friends)",
@@ -55,7 +63,7 @@ _UNSUPPORTED_TOKENS = {
     r"\bcudaLaunchKernel\w*\b": "cudaLaunchKernel (launch with kernel<<<grid, block, shared, stream>>>(...))",
 }
 _BARRIER = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
-                      r"|__activemask|__match\w*_sync|__reduce\w*_sync)\b")
+                      r"|__activemask|__match\w*_sync|__reduce\w*_sync|cooperative_groups)\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -173,16 +181,26 @@ def _device_only_blanked(code: str) -> str:
     return "\n".join(lines)
 
 
+_CG_SUPPORTED = ("; of cooperative groups it runs the thread block, tiled_partition<N> tiles of up to 32 threads, "
+                 "sync, shuffles, ballot, any/all and reduce")
+
+
 def _check_unsupported(code: str, src: str):
     code = _device_only_blanked(code)
     for m in re.finditer(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", src, re.M):
+        if _CG_INCLUDE.match(m.group(0)):
+            continue
         for key, what in _UNSUPPORTED_INCLUDES.items():
             if key in m.group(1):
-                raise UnsupportedConstruct(_line_of(src, m.start()), f"{what} is not supported by the CPU backend")
+                raise UnsupportedConstruct(_line_of(src, m.start()), f"{what} is not supported by the CPU backend"
+                                           + (_CG_SUPPORTED if "cooperative" in what else ""))
     for pattern, what in _UNSUPPORTED_TOKENS.items():
         m = re.search(pattern, code)
         if m:
-            raise UnsupportedConstruct(_line_of(code, m.start()), f"{what} is not supported by the CPU backend")
+            name = m.group(0).strip("(").strip()
+            label = what if name in what else f"{what}: {name}"
+            raise UnsupportedConstruct(_line_of(code, m.start()), f"{label} is not supported by the CPU backend"
+                                       + (_CG_SUPPORTED if "cooperative" in what else ""))
 
 
 def _rewrite_directives(src: str, code: str, edits: _Edits):
@@ -190,6 +208,8 @@ def _rewrite_directives(src: str, code: str, edits: _Edits):
         line = src[m.start():m.end()]
         if m.group(1) == "include" and _DROPPED_INCLUDES.match(line):
             edits.replace(m.start(), m.end(), "")
+        elif m.group(1) == "include" and _CG_INCLUDE.match(line):
+            edits.replace(m.start(), m.end(), "#include <cooperative_groups.h>")
         elif m.group(1) == "pragma":
             u = re.match(r"\s*#\s*pragma\s+unroll\b\s*\(?\s*(\d*)\s*\)?\s*$", code[m.start():m.end()])
             if u:  # GCC needs a literal count; a bare or symbolic one is dropped
@@ -276,10 +296,10 @@ def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
             raise UnsupportedConstruct(line, "expected kernel<<<grid, block>>>(arguments)")
         a_end = _match_forward(code, a)
         if a_end < 0:
-            raise UnsupportedConstruct(line, "unbalanced parentheses in the kernel launch")
+            raise LaunchSyntaxError(line, "unbalanced parentheses in the kernel launch")
         cfg = [src[s:e].strip() for s, e in _split_top(code, m.end(), close)]
         if not 2 <= len(cfg) <= 4 or not all(cfg):
-            raise UnsupportedConstruct(line, "a launch takes <<<grid, block[, shared_bytes[, stream]]>>>")
+            raise LaunchSyntaxError(line, "a launch takes <<<grid, block[, shared_bytes[, stream]]>>>")
         cfg += ["0", "nullptr"][len(cfg) - 2:]
         args = src[a + 1:a_end - 1]
         name = callee.replace('"', "")

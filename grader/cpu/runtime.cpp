@@ -42,7 +42,7 @@ LaunchInfo g_launch;
 int g_linear = 0;
 bool g_abort = false;
 int g_flags = 1;  // race detection on by default
-uint64_t g_clock = 1, g_block_sync = 1, g_warp_sync[32];
+uint64_t g_clock = 1, g_block_sync = 1, g_warp_sync[32], g_lane_sync[32][32][32];
 size_t g_dyn_smem_cap = 227 * 1024;  // the most an H100/H200 block may ask for
 // CUDA_EMU_MAX_DYN_SMEM=65536 plays a GPU with less shared memory per block (a T4: 64 KB), so a
 // launcher's fallback for such GPUs can be checked here. Read at each use: tests change it.
@@ -88,7 +88,10 @@ size_t g_main_stack_size = 0;
 
 const char* op_name(bool warp, int op) {
     static const char* warp_ops[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
-                                     "__ballot_sync", "__any_sync", "__all_sync", "__syncwarp", "__activemask"};
+                                     "__ballot_sync", "__any_sync", "__all_sync", "__syncwarp", "__activemask",
+                                     "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+                                     "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync",
+                                     "__match_any_sync", "__match_all_sync"};
     static const char* block_ops[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                                       "__syncthreads_or"};
     return warp ? warp_ops[op] : block_ops[op];
@@ -264,6 +267,32 @@ bool warp_result(Fiber* lanes, unsigned m, int j, uint64_t& out) {
         out = f.op == BALLOT ? bits : f.op == ANY ? bits != 0 : bits == m;
         return true;
     }
+    if (f.op >= REDUCE_ADD && f.op <= REDUCE_XOR) {  // 32-bit values; arg: compare as signed
+        uint32_t acc = f.op == REDUCE_AND ? ~0u : f.op == REDUCE_MIN ? (f.arg ? 0x7fffffffu : ~0u)
+                     : f.op == REDUCE_MAX ? (f.arg ? 0x80000000u : 0u) : 0u;
+        for (int k = 0; k < 32; ++k) {
+            if (!(m >> k & 1)) continue;
+            uint32_t v = (uint32_t)lanes[k].value;
+            bool less = f.arg ? (int32_t)v < (int32_t)acc : v < acc;
+            switch (f.op) {
+                case REDUCE_ADD: acc += v; break;
+                case REDUCE_MIN: if (less) acc = v; break;
+                case REDUCE_MAX: if (!less && v != acc) acc = v; break;
+                case REDUCE_AND: acc &= v; break;
+                case REDUCE_OR: acc |= v; break;
+                default: acc ^= v; break;
+            }
+        }
+        out = acc;
+        return true;
+    }
+    if (f.op == MATCH_ANY || f.op == MATCH_ALL) {
+        unsigned same = 0;
+        for (int k = 0; k < 32; ++k)
+            if ((m >> k & 1) && lanes[k].value == f.value) same |= 1u << k;
+        out = f.op == MATCH_ANY ? same : same == m ? m : 0;
+        return true;
+    }
     int w = f.width;
     if (w < 1 || w > 32 || (w & (w - 1))) {
         report("%s at line %d: width %d must be a power of two between 1 and 32", op_name(true, f.op), f.line, w);
@@ -332,7 +361,14 @@ bool release_warps(int n) {
                 if (m >> k & 1) lanes[k].state = RUNNABLE;
             handled |= m;
             progress = warp_progress = true;
-            g_warp_sync[base / 32] = ++g_clock;
+            if (m == exist) {
+                g_warp_sync[base / 32] = ++g_clock;
+            } else {  // a partial mask orders only the lanes in it
+                const uint64_t c = ++g_clock;
+                for (unsigned a = m; a; a &= a - 1)
+                    for (unsigned b = m; b; b &= b - 1)
+                        g_lane_sync[base / 32][__builtin_ctz(a)][__builtin_ctz(b)] = c;
+            }
         }
         // __activemask() answers once no lane of the warp can run: the lanes waiting at the
         // same call are then the lanes that took the caller's branch.
@@ -680,6 +716,37 @@ void* dyn_smem(const char*) { return g_dyn_smem; }
 int set_max_dyn_smem(const void* fn, int bytes) {  // cudaErrorInvalidValue above the GPU's limit
     if (bytes < 0 || (size_t)bytes > dyn_smem_cap()) return 1;
     g_smem_limit[fn] = bytes;
+    return 0;
+}
+
+int device_attribute(int attr, int* value) {  // an H200 (cudaDeviceAttr numbers), with the CPU backend's limits
+    int v;
+    switch (attr) {
+        case cudaDevAttrMaxThreadsPerBlock: case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: v = 1024; break;
+        case cudaDevAttrMaxBlockDimZ: v = 64; break;
+        case cudaDevAttrMaxGridDimX: v = 2147483647; break;
+        case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: v = 65535; break;
+        case cudaDevAttrMaxSharedMemoryPerBlock: v = (int)kDefaultSmemLimit; break;
+        case cudaDevAttrTotalConstantMemory: v = 65536; break;
+        case cudaDevAttrWarpSize: v = 32; break;
+        case cudaDevAttrMaxRegistersPerBlock: case cudaDevAttrMaxRegistersPerMultiprocessor: v = 65536; break;
+        case cudaDevAttrClockRate: v = 1980000; break;
+        case cudaDevAttrMultiProcessorCount: v = 132; break;
+        case cudaDevAttrMemoryClockRate: v = 2619000; break;
+        case cudaDevAttrGlobalMemoryBusWidth: v = 6144; break;
+        case cudaDevAttrL2CacheSize: v = 50 * 1024 * 1024; break;
+        case cudaDevAttrMaxThreadsPerMultiProcessor: v = 2048; break;
+        case cudaDevAttrComputeCapabilityMajor: v = 9; break;
+        case cudaDevAttrComputeCapabilityMinor: v = 0; break;
+        case cudaDevAttrMaxSharedMemoryPerBlockOptin: v = (int)dyn_smem_cap(); break;
+        case cudaDevAttrMaxSharedMemoryPerMultiprocessor: v = (int)dyn_smem_cap() + 1024; break;
+        case cudaDevAttrMaxBlocksPerMultiprocessor: v = 32; break;
+        case cudaDevAttrConcurrentKernels: case cudaDevAttrUnifiedAddressing: case cudaDevAttrMemoryPoolsSupported:
+            v = 1; break;
+        case cudaDevAttrCooperativeLaunch: v = 0; break;  // grid-wide sync cannot run here
+        default: return 1;
+    }
+    *value = v;
     return 0;
 }
 

@@ -35,8 +35,13 @@ extern CUDA_EMU_API LaunchInfo g_launch;
 extern CUDA_EMU_API int g_linear;           // linear id of the running CUDA thread
 extern CUDA_EMU_API bool g_abort;           // an error happened: skip the rest of the launch
 extern CUDA_EMU_API int g_flags;            // cuda_emu_configure flags
-// Race detector clocks: every barrier release bumps g_clock.
-extern CUDA_EMU_API uint64_t g_clock, g_block_sync, g_warp_sync[32];
+// Race detector clocks: every barrier release bumps g_clock. g_warp_sync[w]: the last sync of
+// every lane of warp w; g_lane_sync[w][a][b]: the last sync with a partial mask holding lanes a and b.
+extern CUDA_EMU_API uint64_t g_clock, g_block_sync, g_warp_sync[32], g_lane_sync[32][32][32];
+// Is thread b (linear id) ordered after what thread a of the same warp did at clock_a?
+inline bool warp_synced(int a, uint64_t clock_a, int b) {
+    return g_warp_sync[a / 32] > clock_a || g_lane_sync[a / 32][a % 32][b % 32] > clock_a;
+}
 extern CUDA_EMU_API unsigned char g_dyn_smem[];
 extern CUDA_EMU_API size_t g_dyn_smem_cap;
 

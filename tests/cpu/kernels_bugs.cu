@@ -89,3 +89,31 @@ __global__ void misaligned(const float* in, float* out) {
     out[0] = v.x;
 }
 extern "C" void misaligned_launch(const float* in, float* out) { misaligned<<<1, 1>>>(in, out); }
+
+// Dynamic shared memory is undefined at the start of every block: a kernel that reads what
+// an earlier block left there worked on the H200 by luck.
+__global__ void dyn_stale(const float* in, float* out) {
+    extern __shared__ float table[];
+    if (blockIdx.x == 0) table[threadIdx.x] = in[threadIdx.x];  // BUG: only block 0 fills the table
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = table[threadIdx.x];
+}
+extern "C" void dyn_stale_launch(const float* in, float* out) { dyn_stale<<<2, 32, 32 * sizeof(float)>>>(in, out); }
+
+// __syncwarp(mask) orders only the lanes in its mask.
+__global__ void half_syncwarp(int* out) {
+    __shared__ int buf[32];
+    int lane = threadIdx.x;
+    buf[lane] = lane;  // WRITE: half sync
+    if (lane < 16) __syncwarp(0x0000ffffu); else __syncwarp(0xffff0000u);
+    out[lane] = buf[31 - lane];  // BUG: lane 0 reads what lane 31 wrote; they never synced
+}
+extern "C" void half_syncwarp_launch(int* out) { half_syncwarp<<<1, 32>>>(out); }
+
+// An accumulator that is never initialised: a GPU register holds whatever was there.
+__global__ void uninit_sum(const float* x, float* out, int n) {
+    float acc;  // BUG: never initialised
+    for (int i = 0; i < n; ++i) acc += x[i];
+    out[threadIdx.x] = acc;
+}
+extern "C" void uninit_sum_launch(const float* x, float* out, int n) { uninit_sum<<<1, 32>>>(x, out, n); }

@@ -158,3 +158,118 @@ __global__ void counts(int* out) {
 }
 
 extern "C" void count_test(int* out) { counts<<<1, 64>>>(out); }
+
+// __syncwarp with a partial mask: each half of the warp exchanges values within itself.
+__global__ void half_exchange(int* out) {
+    __shared__ int buf[32];
+    int lane = threadIdx.x;
+    buf[lane] = lane * 3;
+    if (lane < 16) __syncwarp(0x0000ffffu); else __syncwarp(0xffff0000u);
+    out[lane] = buf[lane ^ 1];
+}
+extern "C" void half_exchange_launch(int* out) { half_exchange<<<1, 32>>>(out); }
+
+// ---- runtime calls, cache-hint loads/stores, warp reductions, cooperative groups, volatile ----
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+__constant__ float scale_c[4];
+
+__global__ void cache_hints(const float* __restrict__ x, float* __restrict__ y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float a = __ldg(x + i) + __ldcs(x + i) + __ldcg(x + i) + __ldca(x + i) + __ldlu(x + i) + __ldcv(x + i);
+    float4 v = __ldg(reinterpret_cast<const float4*>(x) + i / 4);
+    a += (&v.x)[i % 4] * scale_c[0];
+    switch (i % 4) {
+        case 0: __stcs(y + i, a); break;
+        case 1: __stwt(y + i, a); break;
+        case 2: __stcg(y + i, a); break;
+        default: __stwb(y + i, a); break;
+    }
+}
+
+extern "C" int runtime_calls(const float* x, float* y, int n, int* info) {
+    int dev = -1, sms = 0, smem = 0, threads = 0, warp = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 1;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerBlock, dev);
+    cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, dev);
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, dev);
+    info[0] = dev; info[1] = sms; info[2] = smem; info[3] = threads; info[4] = warp; info[5] = prop.multiProcessorCount;
+    const float s[4] = {2.f, 0.f, 0.f, 0.f};
+    cudaStream_t stream = 0;
+    cudaMemcpyToSymbolAsync(scale_c, s, sizeof s, 0, cudaMemcpyHostToDevice, stream);
+    float* tmp = nullptr;
+    if (cudaMallocAsync(&tmp, n * sizeof(float), stream) != cudaSuccess) return 2;
+    cudaMemcpyAsync(tmp, x, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    cache_hints<<<(n + 63) / 64, 64, 0, stream>>>(tmp, y, n);
+    cudaFreeAsync(tmp, stream);
+    return cudaGetLastError();
+}
+
+__global__ void warp_reduce(const int* x, int* out) {
+    int lane = threadIdx.x, v = x[lane];
+    unsigned u = (unsigned)v;
+    out[0 * 32 + lane] = __reduce_add_sync(0xffffffffu, v);
+    out[1 * 32 + lane] = __reduce_min_sync(0xffffffffu, v);
+    out[2 * 32 + lane] = __reduce_max_sync(0xffffffffu, v);
+    out[3 * 32 + lane] = (int)__reduce_and_sync(0xffffffffu, u);
+    out[4 * 32 + lane] = (int)__reduce_or_sync(0xffffffffu, u);
+    out[5 * 32 + lane] = (int)__reduce_xor_sync(0xffffffffu, u);
+    out[6 * 32 + lane] = (int)__reduce_add_sync(0xffffffffu, u);
+    if (lane < 16) out[7 * 32 + lane] = __reduce_add_sync(0x0000ffffu, v);
+    else out[7 * 32 + lane] = -1;
+}
+extern "C" void warp_reduce_launch(const int* x, int* out) { warp_reduce<<<1, 32>>>(x, out); }
+
+// Block sum with cooperative groups: thread_block sync, tiled_partition, tile shuffles and ballot.
+__global__ void cg_sum(const float* x, float* out, unsigned* ballots, int n) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    cg::thread_block_tile<8> eighth = cg::tiled_partition<8>(block);
+    __shared__ float partial[8];
+    int i = blockIdx.x * block.size() + block.thread_rank();
+    float v = i < n ? x[i] : 0.f;
+    for (int off = warp.size() / 2; off > 0; off /= 2) v += warp.shfl_down(v, off);
+    unsigned b = warp.ballot(i < n && x[i] > 0.f);
+    if (warp.thread_rank() == 0) {
+        partial[warp.meta_group_rank()] = v;
+        ballots[i / 32] = b;
+    }
+    block.sync();
+    if (warp.meta_group_rank() == 0) {
+        v = warp.thread_rank() < warp.meta_group_size() ? partial[warp.thread_rank()] : 0.f;
+        warp.sync();
+        v = cg::reduce(warp, v, cg::plus<float>());
+        if (warp.thread_rank() == 0) atomicAdd(out, v);
+    }
+    // an 8-lane tile: its own shuffle and ballot
+    int e = eighth.shfl(static_cast<int>(eighth.thread_rank()) * 2, 3);
+    unsigned eb = eighth.ballot(eighth.thread_rank() % 2 == 0);
+    if (e != 6 || eb != 0x55u || eighth.any(false) || !eighth.all(true)) atomicAdd(out, 1000.f);
+    cg::sync(block);
+}
+extern "C" void cg_sum_launch(const float* x, float* out, unsigned* ballots, int n) {
+    cg_sum<<<(n + 255) / 256, 256>>>(x, out, ballots, n);
+}
+
+// The legacy warp-synchronous reduction over volatile shared memory, with __syncwarp.
+__global__ void volatile_sum(const float* x, float* out) {
+    volatile __shared__ float s[64];
+    __shared__ volatile float t[1];
+    int tid = threadIdx.x;
+    s[tid] = x[tid] + x[tid + 32];
+    __syncwarp();
+    for (int off = 16; off > 0; off /= 2) {
+        float v = tid < off ? s[tid + off] : 0.f;
+        __syncwarp();
+        if (tid < off) s[tid] += v;
+        __syncwarp();
+    }
+    if (tid == 0) { t[0] = s[0]; out[0] = t[0]; }
+}
+extern "C" void volatile_sum_launch(const float* x, float* out) { volatile_sum<<<1, 32>>>(x, out); }

@@ -11,7 +11,8 @@ import pytest
 from cpu_helpers import Lib, build, line_of
 from grader.contract import declarations
 from grader.cpu import sanitizer_env, toolchain_id
-from grader.errors import CompileError
+from grader.cpu.build import NotOnCpu
+from grader.errors import CannotGrade, CompileError
 
 NAIVE = textwrap.dedent("""\
     #include <cuda_runtime.h>
@@ -60,12 +61,31 @@ def test_wrong_launcher_signature_is_a_compile_error():
     ('asm volatile("membar.gl;");', "inline PTX assembly"),
     ("unsigned v = __shfl_down(1, 1);", "without _sync"),
     ("cudaLaunchKernel((void*)0, dim3(1), dim3(1), nullptr, 0, 0);", "kernel<<<grid, block, shared, stream>>>"),
+    # CUDA names the backend's headers lack: g++'s "not declared" becomes "could not grade"
+    ("float h = __half2float(__float2half(acc));", "__float2half is part of CUDA"),
+    ("cudaStream_t s2; cudaStreamGetPriority(s2, nullptr);", "cudaStreamGetPriority is part of CUDA"),
+    ("namespace cg = cooperative_groups; auto g = cg::coalesced_threads();", "coalesced_threads"),
+    ("auto t = cooperative_groups::tiled_partition<64>(cooperative_groups::this_thread_block());",
+     "sizes 1, 2, 4, 8, 16 and 32 only"),
 ])
-def test_unsupported_construct_is_named_with_its_line(snippet, words):
+def test_unsupported_construct_could_not_be_graded_with_its_line(snippet, words):
     src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
-    with pytest.raises(CompileError) as e:
+    if "cooperative_groups" in snippet:
+        src = "#include <cooperative_groups.h>\n" + src
+    with pytest.raises(NotOnCpu) as e:
         build(src, "unsupported")
-    assert words in str(e.value) and f"unsupported.cu:{line_of(src, snippet)}:" in str(e.value)
+    assert isinstance(e.value, CannotGrade)  # exit 2: never "failed"
+    msg = str(e.value)
+    assert msg.startswith("could not grade on the CPU backend") and words in msg, msg
+    assert f"unsupported.cu:{line_of(src, snippet)}:" in msg, msg
+
+
+@pytest.mark.parametrize("snippet", ["float v = __syncthread();", "float v = cudaMallocc(0);",
+                                     "kern<<<1, 2, 3, 4, 5>>>(0);"])
+def test_a_typo_or_bad_launch_is_still_a_compile_error(snippet):
+    src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
+    with pytest.raises(CompileError):
+        build(src, "typo")
 
 
 def test_toolchain_id_is_stable_string():
@@ -148,3 +168,13 @@ def test_shared_memory_above_the_gpus_limit_is_refused_as_on_a_gpu(monkeypatch):
     assert lib.dll.probe(228 * 1024) == 1          # cudaErrorInvalidValue
     monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(64 * 1024))  # play a T4
     assert lib.dll.probe(64 * 1024) == 0 and lib.dll.probe(100 * 1024) == 1
+
+
+def test_check_says_could_not_grade_with_exit_2_for_a_construct_the_backend_lacks(tmp_path, capsys):
+    from grader.cli import main
+    src = NAIVE.replace("float acc = 0.f;", 'float acc = 0.f; asm volatile("membar.gl;");')
+    f = tmp_path / "mine.cu"
+    f.write_text(src)
+    assert main(["check", "naive", str(f), "--backend", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "could not grade on the CPU backend" in err and f"mine.cu:{line_of(src, 'membar')}:" in err, err

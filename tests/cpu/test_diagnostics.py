@@ -103,3 +103,25 @@ def test_invalid_launch_configuration(lib):
 def test_misaligned_float4(lib):
     err = lib("misaligned_launch", np.zeros(8, np.float32), np.zeros(1, np.float32))
     assert err and "misaligned" in err and f"bugs.cu:{line_of(SRC, 'BUG: misaligned')}" in err
+
+
+def test_dynamic_shared_memory_is_poisoned_for_every_block(lib):
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    assert lib("dyn_stale_launch", x, out) is None
+    np.testing.assert_array_equal(out[:32], x)
+    assert np.isnan(out[32:]).all(), "block 1 saw what block 0 left in dynamic shared memory"
+
+
+def test_partial_syncwarp_orders_only_the_lanes_in_its_mask(lib):
+    err = lib("half_syncwarp_launch", np.zeros(32, np.int32))
+    assert err and "shared-memory race" in err and "buf[31]" in err
+    assert f"bugs.cu:{line_of(SRC, 'BUG: lane 0 reads')}" in err
+    assert f"bugs.cu:{line_of(SRC, 'WRITE: half sync')}" in err
+
+
+def test_uninitialised_accumulator_is_not_zero(lib):
+    x = np.ones(8, np.float32)
+    out = np.zeros(32, np.float32)
+    assert lib("uninit_sum_launch", x, out, 8) is None
+    assert not np.isclose(out, 8).any(), "an uninitialised local started at 0"

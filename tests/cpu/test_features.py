@@ -113,3 +113,57 @@ def test_syncthreads_count_and_or(lib):
     out = np.zeros(3, np.int32)
     assert lib("count_test", out) is None
     assert list(out) == [16, 1, 1]
+
+
+def test_partial_syncwarp_within_each_half(lib):
+    out = np.zeros(32, np.int32)
+    assert lib("half_exchange_launch", out) is None
+    np.testing.assert_array_equal(out, (np.arange(32) ^ 1) * 3)
+
+
+def test_runtime_calls_and_cache_hint_loads_stores(lib):
+    import ctypes
+    n = 200
+    x = rand(n)
+    y = np.full(n, np.nan, np.float32)
+    info = np.zeros(6, np.int32)
+    f = lib.dll.runtime_calls
+    f.restype = ctypes.c_int
+    assert f(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), n,
+             ctypes.c_void_p(info.ctypes.data)) == 0
+    assert lib.error() is None
+    np.testing.assert_allclose(y, 8 * x, rtol=1e-5)
+    assert info[0] == 0 and info[1] == info[5] > 0 and info[2] >= 48 * 1024 and info[3] == 1024 and info[4] == 32
+
+
+def test_warp_reductions(lib):
+    x = np.random.default_rng(3).integers(-1000, 1000, 32).astype(np.int32)
+    out = np.zeros(8 * 32, np.int32)
+    assert lib("warp_reduce_launch", x, out) is None
+    o, u = out.reshape(8, 32), x.view(np.uint32)
+    assert (o[0] == x.sum()).all() and (o[1] == x.min()).all() and (o[2] == x.max()).all()
+    assert (o[3].view(np.uint32) == np.bitwise_and.reduce(u)).all()
+    assert (o[4].view(np.uint32) == np.bitwise_or.reduce(u)).all()
+    assert (o[5].view(np.uint32) == np.bitwise_xor.reduce(u)).all()
+    assert (o[6].view(np.uint32) == (int(u.astype(np.uint64).sum()) & 0xFFFFFFFF)).all()
+    assert (o[7][:16] == x[:16].sum()).all() and (o[7][16:] == -1).all()
+
+
+def test_cooperative_groups_block_and_tiles(lib):
+    n = 1000
+    x = rand(n)
+    out = np.zeros(1, np.float32)
+    ballots = np.zeros((n + 31) // 32 + 8, np.uint32)
+    assert lib("cg_sum_launch", x, out, ballots, n) is None
+    np.testing.assert_allclose(out[0], x.sum(dtype=np.float64), rtol=1e-4)
+    bits = np.zeros(ballots.size * 32, bool)
+    bits[:n] = x > 0
+    want = (bits.reshape(-1, 32) * (1 << np.arange(32, dtype=np.uint64))).sum(1).astype(np.uint32)
+    np.testing.assert_array_equal(ballots[:(n + 255) // 256 * 8], want[:(n + 255) // 256 * 8])
+
+
+def test_volatile_shared_warp_reduction(lib):
+    x = rand(64)
+    out = np.zeros(1, np.float32)
+    assert lib("volatile_sum_launch", x, out) is None
+    np.testing.assert_allclose(out[0], x.sum(dtype=np.float64), rtol=1e-5)
