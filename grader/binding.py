@@ -65,7 +65,7 @@ def load(source_or_path, exercise: str, *, backend: str = "auto", sanitize: bool
          extra_flags: tuple[str, ...] = (), filename: str | None = None) -> "KernelModule":
     """Compile (cached) and load a kernel file for `exercise`; see the module docstring.
     filename: the name diagnostics give source text (default cell.cu)."""
-    if exercise not in contract.LAUNCHERS:
+    if exercise not in contract.LAUNCHERS and exercise not in contract.BASELINE_LAUNCHERS:
         raise CannotGrade(f"unknown exercise {exercise!r}; exercises: {', '.join(contract.LAUNCHERS)}")
     source, name = read_source(source_or_path)
     filename = filename or name
@@ -113,10 +113,14 @@ class KernelModule:
         self._lib = ctypes.CDLL(str(build.path), mode=ctypes.RTLD_LOCAL)
         self._setup_error_api()
         self.launch = SimpleNamespace()
-        for launcher in contract.LAUNCHERS[self.exercise]:
+        for launcher in contract.launchers(self.exercise):
             fn = self._symbol(launcher)
             setattr(self.launch, launcher.name, self._raw(launcher, fn))
             setattr(self, launcher.name, self._op(launcher))
+        for launcher in contract.TIMING_LAUNCHERS.get(self.exercise, ()):  # optional: only timing needs them
+            if hasattr(self._lib, launcher.name):
+                setattr(self.launch, launcher.name, self._raw(launcher, self._symbol(launcher)))
+                setattr(self, launcher.name, self._op(launcher))
 
     # -- symbols and errors
     def _symbol(self, launcher: contract.Launcher):
@@ -230,5 +234,5 @@ class KernelModule:
         return op
 
     def __repr__(self) -> str:
-        names = ", ".join(l.name for l in contract.LAUNCHERS[self.exercise])
+        names = ", ".join(l.name for l in contract.launchers(self.exercise))
         return f"<KernelModule {self.exercise} [{self.backend}] {names} from {self.build.path}>"

@@ -76,6 +76,13 @@ GEMM_CPU = Launcher(
     "C[M x N] = A[M x K] . B[K x N], on the CPU: plain C++, no kernel, no stream",
 )
 
+BIAS_RELU_MASK = Launcher(
+    "bias_relu_mask",
+    (("const float*", "C"), ("const float*", "bias"), ("float*", "Y"), ("uint32_t*", "mask"),
+     ("int", "M"), ("int", "N"), ("cudaStream_t", "stream")),
+    "Y = relu(C + bias) and its mask: gemm_relu's epilogue as a separate pass over C",
+)
+
 # exercise name -> the launchers its kernel file must define
 LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
     "naive": (GEMM,),
@@ -91,6 +98,24 @@ LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
 HOST: frozenset[str] = frozenset({"cpu_blocked"})
 
 
+# Launchers a file may define for the timed comparison only (the correctness check does not call
+# them; the GPU timing needs them): gemm_relu's `gemm` is the same GEMM without the epilogue, so
+# that the fused kernel is timed against that GEMM followed by a separate bias + ReLU + mask pass.
+TIMING_LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
+    "gemm_relu": (GEMM,),
+}
+
+# Kernel files in kernels/ that the grader times against but that are no exercise.
+BASELINE_LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
+    "bias_relu_pass": (BIAS_RELU_MASK,),
+}
+
+
+def launchers(name: str) -> tuple[Launcher, ...]:
+    """The launchers a file for exercise (or baseline) `name` must define."""
+    return LAUNCHERS.get(name) or BASELINE_LAUNCHERS[name]
+
+
 def mask_words(n: int) -> int:
     """uint32 words per mask row: ceil(N / 32)."""
     return (n + 31) // 32
@@ -103,7 +128,7 @@ def declarations(exercise: str) -> str:
     "conflicting declaration" at the learner's own line.
     """
     lines = ["#include <cstdint>"]
-    lines += [f'extern "C" {l.signature};' for l in LAUNCHERS[exercise]]
+    lines += [f'extern "C" {l.signature};' for l in launchers(exercise) + TIMING_LAUNCHERS.get(exercise, ())]
     return "\n".join(lines) + "\n"
 
 

@@ -274,6 +274,7 @@ def _died_message(run: sandbox.ChildRun, shape) -> str:
         (f"; its output ends with:\n{run.output[-800:]}" if run.output.strip() else "")
 
 
+OWN_GEMM_SLACK = 1.03  # gemm_relu: the plain `gemm` may be at most this much slower than the fused kernel (noise)
 LIBRARY_FACTOR = 10.0  # faster than cuBLAS / torch by this much: not believable
 HOST_FACTOR, HOST_SLACK_MS = 3.0, 0.5
 
@@ -300,7 +301,7 @@ def plausibility(t: dict, ex: exercises.Exercise, device: dict | None = None) ->
 
 
 def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -> None:
-    timings = [(m, a) for m, a in run.messages if "timing" in m or "timing_error" in m]
+    timings = [(m, a) for m, a in run.messages if {"timing", "timing_error", "timing_unavailable"} & m.keys()]
     if len(timings) != 1 or run.crashed or run.timed_out or run.messages[-1][0] is not timings[0][0]:
         # no timing: it crashed or hung at the timed size, so the kernel is not correct there either
         res.correct = False
@@ -314,6 +315,10 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
         res.correct = False
         res.message = (f"correct on the test shapes, but the timed run at "
                        f"{'x'.join(map(str, ex.bench_shape))} failed: {meta['timing_error']}")
+        return
+    if "timing_unavailable" in meta:
+        res.message = f"correct on every shape, but not timed: {meta['timing_unavailable']}"
+        res.hint = ex.slow_hint
         return
     if meta.get("inputs_changed"):
         res.correct = False
@@ -339,10 +344,19 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
         res.hint = ("Launch every kernel on the stream the launcher is given, and do all the work in the "
                     "launcher's call; the grader times with events on that stream and checks the host clock.")
         return
+    alone = t.get("gemm_alone")  # gemm_relu: the submission's own GEMM without the epilogue
+    if alone and alone["median_ms"] > OWN_GEMM_SLACK * k_ms:
+        res.message = (f"correct, but your `gemm` alone ({alone['median_ms']:.3f} ms) is slower than your fused "
+                       f"gemm_relu ({k_ms:.3f} ms), which does the same GEMM and more. The fusion is measured "
+                       "against your GEMM at full speed: make `gemm` the same kernel without the epilogue. Not passed.")
+        res.hint = ex.slow_hint
+        return
     res.passed = res.speedup is None or res.speedup >= ex.threshold
     verdict = "passed" if res.passed else "too slow"
     if not res.passed:
         res.hint = ex.slow_hint
-    res.message = (f"correct; {verdict}: {res.speedup:.2f}x the baseline {ex.baseline} "
+    baseline = "your gemm + a separate bias/ReLU/mask pass" if alone else f"the baseline {ex.baseline}"
+    res.message = (f"correct; {verdict}: {res.speedup:.2f}x {baseline} "
                    f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else "")
-                   + (f", {100 * t['numpy']['median_ms'] / k_ms:.0f}% of numpy's speed" if t.get("numpy") else ""))
+                   + (f", {100 * t['numpy']['median_ms'] / k_ms:.0f}% of numpy's speed" if t.get("numpy") else "")
+                   + (f"; the fused kernel takes {k_ms / alone['median_ms']:.3f}x your GEMM alone" if alone else ""))

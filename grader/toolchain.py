@@ -211,7 +211,7 @@ def signature_hint(text: str, exercise: str | None) -> str:
     """When the compiler says a launcher clashes with its contract declaration: the signatures."""
     if not exercise or not re.search(r'"C" linkage|conflicting declaration of C function', text):
         return ""
-    sigs = "\n".join(f'    extern "C" {l.signature}' for l in contract.LAUNCHERS[exercise])
+    sigs = "\n".join(f'    extern "C" {l.signature}' for l in contract.launchers(exercise))
     return f"\nThe launcher's parameters must be exactly those of the contract:\n{sigs}"
 
 

@@ -3,6 +3,7 @@ remembers an earlier answer is caught. The machinery is device-agnostic: CPU ten
 stand-ins for the kernel's launcher in Python."""
 from pathlib import Path
 
+import pytest
 import torch
 
 from grader import contract, timing, worker
@@ -169,10 +170,28 @@ def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch):
                                                      "max_seconds": 0.0})
     assert {"kernel", "torch"} <= set(times) and rounds.failure is None, rounds.failure
     fused = binding.load(KERNELS / "07_gemm_relu.cu", "gemm_relu", backend="cpu")
-    gemm = binding.load(KERNELS / "05_warptile_pipelined.cu", "register_blocked", backend="cpu")
-    times, rounds = worker.time_kernels(fused, gemm, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
-                                                      "baseline_epilogue": "bias_relu_mask", "max_seconds": 0.0})
-    assert {"kernel", "baseline", "cublas"} <= set(times) and rounds.failure is None, rounds.failure
+    pass_ = binding.load(KERNELS / "07a_bias_relu_pass.cu", "bias_relu_pass", backend="cpu")
+    times, rounds = worker.time_kernels(fused, pass_, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
+                                                       "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0})
+    assert {"kernel", "baseline", "gemm_alone", "cublas"} <= set(times) and rounds.failure is None, rounds.failure
+
+
+def test_gemm_relu_without_its_own_gemm_cannot_be_timed_and_says_what_to_add(monkeypatch, tmp_path):
+    """The fusion is timed against the file's own `gemm` + a separate pass: a file without `gemm`
+    gets a message naming the launcher to add (not a crash, not a silent other baseline)."""
+    from grader import binding
+    from grader.errors import LauncherError
+    _fake_gpu_timing(monkeypatch)
+    src = (KERNELS / "07_gemm_relu.cu").read_text()
+    only_fused = src[:src.index('extern "C" void gemm(')]  # drop the plain-GEMM launcher (it is last)
+    path = tmp_path / "fused_only.cu"
+    path.write_text(only_fused)
+    fused = binding.load(path, "gemm_relu", backend="cpu")
+    assert not hasattr(fused.launch, "gemm")
+    pass_ = binding.load(KERNELS / "07a_bias_relu_pass.cu", "bias_relu_pass", backend="cpu")
+    with pytest.raises(LauncherError, match=r"extern \"C\" void gemm\(const float\* A"):
+        worker.time_kernels(fused, pass_, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
+                                           "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0})
 
 
 def test_warmup_ms_keeps_calling_before_timing(monkeypatch):

@@ -263,6 +263,31 @@ def test_speed_verdict_and_its_hint():
     assert not failed.passed and not failed.correct and "8192x8192" in failed.message
 
 
+def test_gemm_relu_speed_verdict_is_the_fusion_against_its_own_gemm():
+    """gemm_relu passes only when the fused kernel beats the file's own `gemm` + a separate pass by the
+    threshold; a `gemm` slower than the fused kernel (sandbagged to inflate the baseline) never passes;
+    a file without `gemm` is correct but not timed, with the launcher to add."""
+    from grader import exercises, grade, sandbox
+    ex = exercises.get("gemm_relu")
+    assert ex.threshold > 1.0 and ex.baseline_epilogue == "own_gemm_then_pass"
+
+    def verdict(fused_ms, gemm_ms, pass_ms=0.05):
+        t = {"kernel": {"median_ms": fused_ms, "host_ms": fused_ms}, "gemm_alone": {"median_ms": gemm_ms},
+             "baseline": {"median_ms": gemm_ms + pass_ms}, "cublas": {"median_ms": fused_ms}}
+        res = grade.Result("gemm_relu", "cuda", compiled=True, correct=True, threshold=ex.threshold)
+        grade._verdict_speed(res, ex, sandbox.ChildRun(messages=[({"timing": t}, {})]))
+        return res
+    won = verdict(0.36, 0.35)  # (0.35 + 0.05) / 0.36 = 1.11
+    assert won.passed and "your gemm + a separate" in won.message and "1.029x your GEMM alone" in won.message
+    lost = verdict(0.41, 0.35)  # the epilogue costs more than the separate pass: fusion lost
+    assert not lost.passed and "too slow" in lost.message and lost.hint == ex.slow_hint
+    sandbagged = verdict(0.36, 0.60)  # a slow `gemm` would make any fused kernel look like a win
+    assert not sandbagged.passed and "slower than your fused" in sandbagged.message
+    missing = grade.Result("gemm_relu", "cuda", compiled=True, correct=True, threshold=ex.threshold)
+    grade._verdict_speed(missing, ex, sandbox.ChildRun(messages=[({"timing_unavailable": "define gemm"}, {})]))
+    assert missing.correct and not missing.passed and "not timed: define gemm" in missing.message
+
+
 def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
     """Whatever reaches the result channel without the run's secret token (a kernel that found the
     pipe and wrote a made-up result) fails the submission instead of being read."""
