@@ -20,10 +20,13 @@ class BuildPyWithKernels(build_py):
         if getattr(self, "editable_mode", False):
             return  # an editable install reads kernels/ in place
         src, dst = Path(__file__).resolve().parent / "kernels", Path(self.build_lib) / "grader" / "_kernels"
-        for pattern in KERNEL_FILES:
-            for f in src.glob(pattern):
-                (dst / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(f, dst / f.relative_to(src))
+        root = Path(__file__).resolve().parent
+        files = [(f, f.relative_to(src)) for pattern in KERNEL_FILES for f in src.glob(pattern)]
+        # the solution notebooks too: on a GPU without calibration the grader times them (grader.calibration)
+        files += [(f, Path("solutions") / f.name) for f in (root / "solutions").glob("*.ipynb")]
+        for f, rel in files:
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dst / rel)
 
 
 setup(cmdclass={"build_py": BuildPyWithKernels})

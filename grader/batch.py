@@ -187,6 +187,10 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
 
     ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
     backend = binding.resolve_backend(backend)
+    calibrated = ""
+    if backend == "cuda" and ex.threshold is not None:  # once, before the parallel phase (grader.calibration)
+        from . import calibration
+        ex, calibrated = calibration.resolve(ex, thresholds)
     root, out = Path(root), Path(out)
     if not root.is_dir():
         raise CannotGrade(f"{root}: not a folder of submissions")
@@ -207,7 +211,8 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
             rows[sub.student_id] = prev | {"outcome": prev.get("outcome") or outcome(prev)}
         else:
             todo.append((sub, key))
-    meta = {"exercise": exercise, "backend": backend, "threshold": ex.threshold, "grader_version": version,
+    meta = {"exercise": exercise, "backend": backend, "threshold": ex.threshold, "calibration": calibrated,
+            "grader_version": version,
             "dir": str(root)}
     lock = threading.Lock()
 

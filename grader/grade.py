@@ -43,6 +43,7 @@ class Result:
     timing: dict | None = None         # medians in ms of kernel, baseline, cuBLAS/torch
     pct_cublas: float | None = None
     output: str = ""                   # what the kernel printed (capped)
+    calibration: str = ""              # where the threshold comes from (GPU only): grader.calibration
 
     def as_dict(self) -> dict:
         """The same fields as `python -m grader check --json`."""
@@ -72,7 +73,12 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     ex = exercises.get(exercise, thresholds_file)
     on_host = exercise in contract.HOST  # plain C++ on the CPU: CPU backend, timed on any machine
     backend = "cpu" if on_host else binding.resolve_backend(backend)
-    res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None)
+    calibrated = ""
+    if backend == "cuda" and time_it and ex.threshold is not None:  # this GPU's threshold (grader.calibration)
+        from . import calibration
+        ex, calibrated = calibration.resolve(ex, thresholds_file)
+    res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None,
+                 calibration=calibrated)
     try:
         source, filename = submissions.read(source_or_path, exercise)
         if not source.strip():
@@ -359,4 +365,5 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
     res.message = (f"correct; {verdict}: {res.speedup:.2f}x {baseline} "
                    f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else "")
                    + (f", {100 * t['numpy']['median_ms'] / k_ms:.0f}% of numpy's speed" if t.get("numpy") else "")
-                   + (f"; the fused kernel takes {k_ms / alone['median_ms']:.3f}x your GEMM alone" if alone else ""))
+                   + (f"; the fused kernel takes {k_ms / alone['median_ms']:.3f}x your GEMM alone" if alone else "")
+                   + (f"; thresholds: {res.calibration}" if res.calibration else ""))

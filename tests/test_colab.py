@@ -27,6 +27,7 @@ def _repo_files():
     for top in ("pyproject.toml", "setup.py", "README.md", "LICENSE", "CHANGELOG.md"):
         if (ROOT / top).is_file():
             yield ROOT / top
+    yield from sorted((ROOT / "solutions").glob("*.ipynb"))
     for folder in ("grader", "kernels"):
         for p in sorted((ROOT / folder).rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".so", ".o"):
@@ -99,6 +100,10 @@ def test_first_cell_installs_the_course_outside_the_repository_and_grades(tmp_pa
                            capture_output=True, text=True, cwd=content, env=env, check=True).stdout.splitlines()
     assert where[0].startswith(str(tmp_path / "venv")), where
     assert where[1].endswith("grader/_kernels") and "01_naive.cu" in where[2] and "02_tiled.cu" in where[2]
+    shipped = subprocess.run([str(py), "-c", "from grader import calibration, exercises as e; "
+                                             "print(sorted(calibration.shipped_solutions(e.EXERCISES['tiled'])))"],
+                             capture_output=True, text=True, cwd=content, env=env, check=True).stdout
+    assert "02_tiled.cu" in shipped and "03_tiling.ipynb" in shipped  # what a GPU without calibration times
 
 
 def test_every_solution_starts_with_the_same_bootstrap_and_the_repository_is_pyprojects():

@@ -1,0 +1,138 @@
+"""Speed thresholds on any GPU: which calibration a verdict uses, and measuring one where none exists.
+
+The committed thresholds (grader.exercises) are 80 % of the slower shipped solution's speed-up as
+measured on an H200. On another GPU the ratios differ (a T4 has other bandwidth and clocks), so:
+
+    1. a thresholds file (--thresholds FILE / $GRADER_THRESHOLDS) wins          -> "file my.json"
+    2. on an H200, the committed calibration                                     -> "H200 (committed)"
+    3. a calibration measured earlier on this GPU model (cached)                 -> "measured on Tesla T4 (cached ...)"
+    4. else measured now: the shipped solutions of the exercise (its reference kernel in kernels/
+       and its solution notebook's kernel cell) are graded on this GPU and the threshold is
+       CALIBRATION (80 %) of the slower one's speed-up, then cached per GPU model  -> "measured here on Tesla T4"
+
+$GRADER_CALIBRATION=measure forces 4 (also on an H200: compare with the committed one);
+=committed forces the H200 numbers anywhere. The verdict names the calibration it used.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from . import exercises, toolchain
+
+COMMITTED = "H200 (committed)"
+
+
+def gpu_name() -> str:
+    import torch
+    return torch.cuda.get_device_name()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "gpu"
+
+
+def cache_path(gpu: str) -> Path:
+    """One JSON per GPU model (and nvcc version: code generation changes speed-ups)."""
+    return toolchain.cache_dir() / "calibration" / f"{_slug(gpu)}-nvcc{toolchain.nvcc_version() or 'none'}.json"
+
+
+def solutions_dir() -> Path:
+    """solutions/ of the checkout, else the copy a wheel carries beside kernels/ (setup.py)."""
+    checkout = exercises.KERNELS_DIR.parent / "solutions"
+    return checkout if checkout.is_dir() else exercises.KERNELS_DIR / "solutions"
+
+
+def shipped_solutions(ex: exercises.Exercise) -> dict[str, str]:
+    """label -> kernel source of each solution the course ships for `ex` (the ones the H200 calibration used)."""
+    from . import submissions
+
+    found = {}
+    for label in exercises.SHIPPED_SPEEDUP_H200.get(ex.name, {ex.reference: None}):
+        if label.endswith(".ipynb"):
+            nb = solutions_dir() / label
+            src = submissions.notebook_kernel(nb.read_text(), ex.name) if nb.is_file() else None
+        else:
+            path = exercises.KERNELS_DIR / label
+            src = path.read_text() if path.is_file() else None
+        if src is not None:
+            found[label] = src
+    return found
+
+
+def measure(ex: exercises.Exercise, repeat: int | None = None) -> dict:
+    """Grade each shipped solution on this GPU; threshold = CALIBRATION x the slower one's speed-up."""
+    from . import grade
+
+    repeat = repeat or int(os.environ.get("GRADER_CALIBRATION_REPEAT", "1"))
+    speedups: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        # a thresholds file makes these grades skip calibration (no recursion); its number is not used
+        placeholder = Path(tmp, "placeholder.json")
+        placeholder.write_text(json.dumps({ex.name: 0.0}))
+        for label, src in shipped_solutions(ex).items():
+            runs = []
+            for _ in range(repeat):
+                r = grade.grade(ex.name, src, backend="cuda", thresholds_file=placeholder)
+                if r.speedup is None or not r.correct:
+                    break
+                runs.append(r.speedup)
+            if runs:
+                speedups[label] = sorted(runs)[len(runs) // 2]
+    if not speedups:
+        raise RuntimeError(f"no shipped solution of {ex.name} could be timed on this GPU")
+    return {"threshold": round(exercises.CALIBRATION * min(speedups.values()), 2), "speedups": speedups,
+            "measured": time.strftime("%Y-%m-%d %H:%M"), "gpu": gpu_name(), "nvcc": toolchain.nvcc_version()}
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """One process measures a GPU model's calibration; the others wait and read it."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def resolve(ex: exercises.Exercise, thresholds_file=None) -> tuple[exercises.Exercise, str]:
+    """(the exercise with the threshold to use on this GPU, which calibration that is)."""
+    path = thresholds_file or os.environ.get("GRADER_THRESHOLDS")
+    if path and ex.name in exercises.load_thresholds(path):
+        return ex, f"file {Path(path).name}"
+    mode = os.environ.get("GRADER_CALIBRATION", "auto")
+    if ex.threshold is None or mode == "committed":
+        return ex, COMMITTED
+    gpu = gpu_name()
+    if mode != "measure" and "H200" in gpu:
+        return ex, COMMITTED
+    cache = cache_path(gpu)
+    with _locked(cache):
+        known = _read(cache)
+        entry = known.get(ex.name)
+        how = f"measured on {gpu} ({entry['measured']}, cached in {cache})" if entry else ""
+        if not entry:
+            entry = measure(ex)
+            known[ex.name] = entry
+            tmp = cache.with_suffix(".tmp")
+            tmp.write_text(json.dumps(known, indent=1))
+            os.replace(tmp, cache)
+            how = f"measured here on {gpu}: {exercises.CALIBRATION:.0%} of the slower shipped solution"
+    return replace(ex, threshold=float(entry["threshold"])), how
