@@ -66,6 +66,8 @@ def test_forced_modes(gpu, monkeypatch):
 
 def test_the_shipped_solutions_are_the_ones_the_h200_calibration_used():
     for name, ex in exercises.EXERCISES.items():
+        if name not in exercises.SHIPPED_SPEEDUP_H200:  # timed on the CPU (cpu_blocked): no GPU calibration
+            continue
         found = calibration.shipped_solutions(ex)
         assert set(found) == set(exercises.SHIPPED_SPEEDUP_H200[name]), name
         assert all("extern \"C\"" in src for src in found.values())
