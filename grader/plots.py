@@ -78,7 +78,8 @@ def ladder(values: dict[str, float], ref: float | None = None, ref_label="cuBLAS
 
 
 def roofline(points: dict[str, float], peak_tflops: float, bandwidth_tbs: float,
-             measured: dict[str, float] | None = None, title=None):
+             measured: dict[str, float] | None = None, title=None,
+             xlabel="arithmetic intensity (FLOP per byte of DRAM/L2 traffic)"):
     """The roofline min(peak, bandwidth * intensity); kernels as vertical marks at their
     intensity (FLOP per byte moved from memory), measured TFLOP/s as dots when given."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -91,10 +92,10 @@ def roofline(points: dict[str, float], peak_tflops: float, bandwidth_tbs: float,
         c = COLORS[i % len(COLORS)]
         roof = min(peak_tflops, bandwidth_tbs * x)
         ax.plot([x, x], [1e-2, roof], color=c, lw=1.5, alpha=0.6)
-        ax.plot([x], [roof], "^", color=c, label=f"{name}: {x:g} FLOP/B, roof {roof:.3g}")
+        ax.plot([x], [roof], "^", color=c, label=f"{name}: {x:.3g} FLOP/B, roof {roof:.3g}")
         if measured and name in measured:
             ax.plot([x], [measured[name]], "o", color=c, ms=8)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM/L2 traffic)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("TFLOP/s")
     ax.set_ylim(1e-2, peak_tflops * 2)
     ax.grid(True, which="both", alpha=0.3)

@@ -79,12 +79,14 @@ def accesses(trace) -> list[Access]:
 
 
 def profile_of(source, exercise: str, shape=None, blocks="all"):
-    """grader.profile.run with the trace on, cached per (source, exercise, shape, blocks)."""
+    """grader.profile.run, cached per (source, exercise, shape, blocks); with the trace unless
+    blocks is "sample". shape None: the widget's small shape (SHAPES), or, when sampling, the
+    exercise's profile shape."""
     if not isinstance(source, (str, Path)):
         return source  # already a profile
     from .submissions import read
     text, _ = read(source, exercise)
-    shape = tuple(shape or SHAPES.get(exercise, ())) or None
+    shape = tuple(shape or (() if blocks == "sample" else SHAPES.get(exercise, ()))) or None
     key = (hashlib.sha256(text.encode()).hexdigest(), exercise, shape, repr(blocks))
     if key not in _CACHE:
         from . import profile
@@ -363,28 +365,80 @@ def mask_stores(p) -> list[tuple]:
 
 # ---------------------------------------------------------------- counts and the roofline
 
-# The figures `compare` shows (grader.profile's derived names), and how the course words them.
+# The figures `compare` shows (grader.profile's derived names), how the course words them, and
+# which ones each exercise's lesson is about (the first that exist are shown).
 FIGURES = {
     "sectors_per_request_ld": "sectors per global load",
     "global_loads_per_fma": "global loads per FMA",
     "bytes_per_flop": "global bytes per FLOP",
     "shared_loads_per_fma": "shared loads per FMA",
     "wavefronts_per_shared_request": "wavefronts per shared request",
-    "bytes_read_per_element": "bytes read per element",
-    "bytes_written_per_element": "bytes written per element",
+    "bank_conflicts_per_shared_request": "bank conflicts per shared request",
+    "forward_bytes_read_per_element": "forward: bytes read per element",
+    "forward_bytes_written_per_element": "forward: bytes written per element",
+    "backward_bytes_read_per_element": "backward: bytes read per element",
+    "backward_bytes_written_per_element": "backward: bytes written per element",
+    "C_bytes_per_element": "C: bytes per element",
+    "C_writes_per_element": "C: writes per element",
+    "mask_bytes_per_element": "mask: bytes per element",
+}
+LESSON = {
+    "naive": ("sectors_per_request_ld", "global_loads_per_fma", "bytes_per_flop"),
+    "tiled": ("bytes_per_flop", "global_loads_per_fma", "shared_loads_per_fma"),
+    "conflict_free": ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request", "bytes_per_flop"),
+    "register_blocked": ("shared_loads_per_fma", "wavefronts_per_shared_request", "bytes_per_flop"),
+    "relu_mask": ("forward_bytes_read_per_element", "forward_bytes_written_per_element",
+                  "backward_bytes_read_per_element", "backward_bytes_written_per_element"),
+    "gemm_relu": ("bytes_per_flop", "C_writes_per_element", "C_bytes_per_element", "mask_bytes_per_element"),
 }
 
 
-def figures(p) -> dict[str, float]:
+def figures(p, names=None) -> dict[str, float]:
     """The derived figures of a profile that the course discusses, by their course names."""
     d = getattr(p, "derived", None) or {}
-    return {label: float(d[k]) for k, label in FIGURES.items() if d.get(k) is not None}
+    return {FIGURES.get(k, k): float(d[k]) for k in (names or FIGURES) if d.get(k) is not None}
 
 
 def intensity(p) -> float | None:
     """FLOP per byte of global traffic that the profile counted (1 / bytes_per_flop)."""
     bpf = (getattr(p, "derived", None) or {}).get("bytes_per_flop")
     return 1.0 / bpf if bpf else None
+
+
+_TIMES: dict = {}
+
+
+def measured_tflops(kernels: dict, n: int = 2048) -> dict[str, float]:
+    """On a GPU: TFLOP/s at n^3 of each {label: (source, exercise)} whose exercise has the `gemm`
+    launcher (grader.lab.time_gemms, cached per source); {} without a GPU."""
+    import torch
+    if not torch.cuda.is_available():
+        return {}
+    from . import lab
+    from .binding import load
+    from .submissions import read
+    todo, out = {}, {}
+    for label, (src, ex) in kernels.items():
+        if ex in ("naive", "tiled", "conflict_free", "register_blocked"):
+            key = (hashlib.sha256(read(src, ex)[0].encode()).hexdigest(), n)
+            if key in _TIMES:
+                out[label] = _TIMES[key]
+            else:
+                todo[label] = (key, load(src, ex))
+    if todo:
+        got = lab.time_gemms({label: mod for label, (_, mod) in todo.items()}, n)
+        for label, (key, _) in todo.items():
+            out[label] = _TIMES[key] = got[label]
+    return out
+
+
+def _kernels(source, exercise, others) -> dict:
+    """{label: (source, exercise)}: yours first; `others` maps a label to a path or source (same
+    exercise) or to (path, exercise) for another exercise's kernel (e.g. the plain GEMM)."""
+    out = {"yours": (source, exercise)}
+    for name, v in (others or {}).items():
+        out[name] = tuple(v) if isinstance(v, tuple) else (v, exercise)
+    return out
 
 
 # ---------------------------------------------------------------- the widgets
@@ -520,44 +574,50 @@ def mask_bits(source, exercise: str = "relu_mask", shape=None):
     return _make_view()([pick], draw)
 
 
-def _profiles(source, exercise, others: dict | None, shape):
-    out = {"yours": profile_of(source, exercise, shape, blocks="sample")}
-    for name, src in (others or {}).items():
-        out[name] = profile_of(src, exercise, shape, blocks="sample")
-    return out
-
-
-def roofline(source, exercise: str, others: dict | None = None, shape=None, *, measured: dict | None = None,
+def roofline(source, exercise: str, others: dict | None = None, shape=None, *, measured="auto",
              peak_tflops: float = 66.9, bandwidth_tbs: float = 4.0):
-    """The kernel's point (and `others`', {label: source or path}) on the roofline: intensity from
-    its counted global bytes per FLOP; `measured` {label: TFLOP/s} (a GPU's timings) as dots.
-    Tick kernels in or out. Defaults: the H200's FP32 peak and measured copy bandwidth."""
+    """The kernel's point (and `others`', as in `compare`) on the roofline: intensity from its
+    counted global bytes per FLOP (sampled blocks at the exercise's profile shape); on a GPU
+    ("auto") its measured TFLOP/s as dots. Tick kernels in or out. Roof: the H200's FP32 peak
+    and measured copy bandwidth, unless given."""
     import ipywidgets as w
-    profs = _profiles(source, exercise, others, shape)
+    kernels = _kernels(source, exercise, others)
+    profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
     points = {k: intensity(p) for k, p in profs.items() if intensity(p)}
+    if measured == "auto":
+        measured = measured_tflops(kernels)
     boxes = [w.Checkbox(value=True, description=k, indent=False, layout=w.Layout(width="auto")) for k in points]
+    where = "measured here (dots)" if measured else "no GPU here: intensities only"
 
     def draw():
         shown = {b.description: points[b.description] for b in boxes if b.value}
-        return plots.roofline(shown, peak_tflops, bandwidth_tbs, measured=measured,
-                              title=f"counted on the CPU backend ({_shape_text(next(iter(profs.values())).shape)}); "
-                                    f"roof: {peak_tflops:g} TFLOP/s, {bandwidth_tbs:g} TB/s")
+        return plots.roofline(shown, peak_tflops, bandwidth_tbs, measured=measured or None,
+                              title=f"global bytes counted on the CPU backend; {where}",
+                              xlabel="FLOP per byte of the global-memory sectors the warps request (counted)")
     return _make_view()(boxes, draw)
 
 
-def compare(source, exercise: str, others: dict | None = None, shape=None, *, times: dict | None = None):
-    """The kernel's access counts beside `others`' ({label: source or path}, e.g. the previous
-    rung), at one shape: a table and one bar chart per figure. `times` {label: TFLOP/s or ms
-    string} adds a measured column (a GPU's timings). Returns {label: {figure: value}}."""
-    profs = _profiles(source, exercise, others, shape)
-    table = {k: figures(p) for k, p in profs.items()}
-    if times:
-        for k, v in times.items():
-            table.setdefault(k, {})["TFLOP/s (measured)"] = v
-    p0 = next(iter(profs.values()))
+def compare(source, exercise: str, others: dict | None = None, shape=None, *, extra: dict | None = None,
+            measured="auto", names=None):
+    """Your kernel's access counts beside `others`' ({label: path or source}, or {label: (path,
+    exercise)} for another exercise's kernel), e.g. the previous rung, counted on the CPU backend
+    at one shape: a table and one bar chart per figure (the exercise's lesson's, or `names`).
+    `extra` {label: {derived name: value}} adds rows counted by hand; on a GPU ("auto") GEMMs
+    also get their measured TFLOP/s. Returns {label: {figure: value}}."""
+    kernels = _kernels(source, exercise, others)
+    names = names or LESSON.get(exercise)
+    profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
+    table = {k: figures(p, names) for k, p in profs.items()}
+    for label, d in (extra or {}).items():
+        table[label] = {FIGURES.get(k, k): float(v) for k, v in d.items()}
+    if measured == "auto":
+        measured = measured_tflops(kernels)
+    for k, v in (measured or {}).items():
+        table.setdefault(k, {})["TFLOP/s (measured here)"] = v
+    p0 = profs["yours"]
     sampled = getattr(p0, "sampled", "")
-    fig = plots.counts(table, title=f"{exercise} at {_shape_text(p0.shape)}" + (f" ({sampled})" if sampled else ""))
-    _show(_table_html(table), fig)
+    fig = plots.counts(table, title=f"{exercise} at {_shape_text(p0.shape)}, counted on the CPU backend")
+    _show(_table_html(table) + (f"<p style='font-size:smaller'>sampled: {sampled}</p>" if sampled else ""), fig)
     return table
 
 
