@@ -346,8 +346,8 @@ def mask_bits(rows: list[dict], title=None):
     ax.set_ylim(-0.3, n + 0.1)
     ax.set_xticks([31 - b + 0.47 for b in range(0, 32, 4)], [str(b) for b in range(0, 32, 4)], fontsize=7)
     ax.set_yticks([])
-    ax.set_xlabel("bit of the word (31 on the left; the number in a bit is the lane whose element it describes;"
-                  " a black bar: bit set)", fontsize=8)
+    ax.set_xlabel("bit of the word (31 on the left); the number in a bit: the lane whose element it describes"
+                  + ("; a black bar: the bit is set" if any(r.get("values") for r in rows) else ""), fontsize=8)
     for s in ("top", "right", "left"):
         ax.spines[s].set_visible(False)
     if title:
