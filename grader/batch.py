@@ -36,9 +36,10 @@ from .submissions import Submission, discover, kernel_filename, printable
 # ours uses the same names for the same things.
 FIELDS = ["student_id", "assignment", "exercise", "backend", "compiled", "correct", "passed", "outcome",
           "speedup", "threshold", "pct_cublas", "raw_score", "score", "max_score", "message", "hint", "file",
-          "source_sha256", "grader_version", "timestamp", "seconds"]
+          "source_sha256", "grader_version", "timestamp", "seconds", "evidence"]
 # ---------------------------------------------------------------------------- gradebook
 GRADING_MODULES = ("grade.py", "checks.py", "worker.py", "sandbox.py", "protocol.py", "exercises.py", "submissions.py",
+                   "profile.py",
                    "forbidden.py", "contract.py", "toolchain.py", "binding.py", "timing.py", "errors.py")
 
 
@@ -174,6 +175,8 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
         "message": (r.message if r else message), "hint": r.hint if r else "",
         "file": str(sub.path) if sub.path else "", "source_sha256": key, "grader_version": version,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 2),
+        # what a pass rests on: "timed on GPU" or "access counts (CPU, no timing)" (grader.profile)
+        "evidence": r.evidence if r and r.compiled else "",
     }
     row["outcome"] = outcome(row)
     return row
@@ -181,12 +184,20 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
 
 def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
               timeout: float | None = None, compile_timeout: float | None = None, gpus: int | None = None,
-              regrade: bool = False, progress: bool = True, per_gpu: int = 2) -> list[dict]:
-    """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it)."""
+              regrade: bool = False, progress: bool = True, per_gpu: int = 2, require_gpu: bool = False) -> list[dict]:
+    """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it).
+    require_gpu: only timed GPU verdicts (CannotGrade on a machine without a GPU)."""
     from . import binding, exercises, forbidden, grade, sandbox, toolchain
 
     ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
+    from .contract import HOST
+    require_gpu = require_gpu and exercise not in HOST  # host-code exercises are timed on the CPU anyway
+    if require_gpu and backend == "cpu":
+        raise CannotGrade("--require-gpu asks for timed GPU verdicts, but --backend cpu was given")
     backend = binding.resolve_backend(backend)
+    if require_gpu and backend != "cuda":
+        raise CannotGrade("--require-gpu: this machine has no GPU torch can use, and CPU-backend verdicts "
+                          "(access counts, no timing) are not accepted; grade on a GPU machine")
     calibrated = ""
     if backend == "cuda" and ex.threshold is not None:  # once, before the parallel phase (grader.calibration)
         from . import calibration
@@ -307,7 +318,7 @@ def main(args) -> int:
                      thresholds=args.thresholds, timeout=getattr(args, "timeout", None),
                      compile_timeout=getattr(args, "compile_timeout", None), gpus=getattr(args, "gpus", None),
                      regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False),
-                     per_gpu=getattr(args, "per_gpu", 2))
+                     per_gpu=getattr(args, "per_gpu", 2), require_gpu=getattr(args, "require_gpu", False))
     n = len(rows)
     passed = sum(1 for r in rows if str(r["passed"]) in ("True", "true", "1"))
     failed_infra = sum(1 for r in rows if str(r["message"]).startswith("could not grade"))

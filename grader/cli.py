@@ -33,7 +33,8 @@ def _check(args) -> int:
     from . import grade, report
 
     result = grade.grade(args.exercise, args.file, backend=args.backend, thresholds_file=args.thresholds,
-                         timeout=args.timeout, seed=args.seed, compile_timeout=args.compile_timeout)
+                         timeout=args.timeout, seed=args.seed, compile_timeout=args.compile_timeout,
+                         require_gpu=args.require_gpu)
     if args.json:
         print(json.dumps(result.as_dict()))
     else:
@@ -78,6 +79,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, help="seconds the kernel may run (default 60)")
     c.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
     c.add_argument("--seed", type=int, help="fix the input seed (default: secret and fresh)")
+    c.add_argument("--require-gpu", action="store_true",
+                   help="accept only a timed GPU verdict (exit 2 without a GPU): no pass on access counts")
     c.set_defaults(fn=_check)
 
     pr = sub.add_parser("profile", help="count a kernel's memory accesses on the CPU backend, as Nsight Compute would")
@@ -106,6 +109,8 @@ def parser() -> argparse.ArgumentParser:
                    help="submissions started at once per GPU; they queue for the GPU itself, so starts "
                         "and checks overlap while kernels and timings never share it (default 2)")
     b.add_argument("--regrade", action="store_true", help="ignore the existing gradebook: grade everything")
+    b.add_argument("--require-gpu", action="store_true",
+                   help="accept only timed GPU verdicts (exit 2 without a GPU): no pass on access counts")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.set_defaults(fn=_batch)
 

@@ -117,6 +117,54 @@ class Exercise:
         return None if self.baseline in (None, "cublas", "torch") else KERNELS_DIR / self.baseline
 
 
+# The access property each lesson is about, checked on the CPU backend at the profile shape
+# (grader/profile.py; figures of the shipped solutions at 256^3 / 1024^2 in the comments, measured
+# with `python -m grader profile`; kernels/README.md has the table and the check against ncu).
+_REUSE = AccessBound(
+    "bytes_per_flop", most=0.5,
+    says="the kernel moves {value:.2f} bytes between global memory and the SMs per FLOP (every element of A and "
+         "B is read from global memory once per thread that uses it: 32 times per tile of 32)",
+    fix="load a tile of A and of B into shared memory once per step of K (__syncthreads() after the loads and "
+        "after the use) and let every thread of the block read them from there")  # 02: 0.133, 01: 2.0
+ACCESS_BOUNDS = {
+    "naive": (AccessBound(
+        "sectors_per_request_ld", most=4.0,
+        says="a warp's global loads touch {value:.1f} 32-byte sectors per request (32 lanes reading consecutive "
+             "floats touch 4; lanes walking down a column touch one sector each)",
+        fix="put the column of C on threadIdx.x (col = blockIdx.x * blockDim.x + threadIdx.x), so that the 32 "
+            "lanes of a warp read consecutive floats of B and write consecutive floats of C"),),  # 01: 2.0, 01a: 8.5
+    "tiled": (_REUSE,),
+    "conflict_free": (AccessBound(
+        "bank_conflicts_per_shared_request", most=0.25,
+        says="shared-memory accesses cost {value:.1f} extra wavefronts per request (bank conflicts: lanes of a warp "
+             "reading different words of the same bank are served one after another)",
+        fix="pad each row of the shared tile by one float (or swizzle the column) so that the 32 lanes of a warp "
+            "hit 32 different banks, in the loads and in the stores"), _REUSE),  # 03: 0 / 14.2
+    "register_blocked": (AccessBound(
+        "shared_loads_per_fma", most=0.5,
+        says="each multiply-add loads {value:.2f} floats from shared memory",
+        fix="keep a TM x TN tile of C in registers (e.g. 8 x 8): per step of k load TM floats of A and TN of B "
+            "into registers once and use each of them TN (TM) times in an outer product"),  # 04, 05: 0.25; 02: 2.0
+        AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix)),  # 04: 0.047, 05: 0.070
+    "relu_mask": (AccessBound(
+        "backward_bytes_read_per_element", most=6.0,
+        says="relu_backward moves {value:.2f} bytes from global memory per element (dY is 4; the mask 1 bit)",
+        fix="read dY coalesced (consecutive lanes, consecutive floats) and one 32-bit mask word per 32 "
+            "elements, not a value per element"),  # 06: 4.25, notebook: 5.0
+        AccessBound(
+        "forward_bytes_written_per_element", most=6.0,
+        says="relu_forward moves {value:.2f} bytes to global memory per element (Y is 4; the mask 1 bit)",
+        fix="write Y coalesced and one mask word per 32 elements (from __ballot_sync), by one lane")),  # 06: 4.1
+    "gemm_relu": (AccessBound(
+        "C_writes_per_element", most=1.25,
+        says="each element of C is written {value:.2f} times",
+        fix="apply bias, ReLU and the mask in the GEMM's epilogue, on the values in registers, and store C once"),
+        AccessBound(
+        "C_reads_per_element", most=0.25,
+        says="C is read back {value:.2f} times per element (a second pass over C)",
+        fix="do not read C after storing it: compute bias + ReLU and the mask bits before the one store")),  # 07: 1, 0
+}
+
 EXERCISES: dict[str, Exercise] = {e.name: e for e in (
     Exercise("naive", "one thread per element of C; the seed's first CUDA kernel",
              "01_naive.cu", "01a_naive_uncoalesced.cu", _threshold("naive"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (2048, 2048, 2048),
@@ -161,6 +209,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
                        "epilogue in registers (bias loaded once per thread, the mask word built with shuffles or "
                        "ballots, no second read of C) and the main loop exactly your gemm's (notebook 07)."),
 )}
+EXERCISES = {name: replace(e, access=ACCESS_BOUNDS.get(name, ())) for name, e in EXERCISES.items()}
 
 
 def get(name: str, thresholds_file: str | os.PathLike | None = None) -> Exercise:

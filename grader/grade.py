@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import binding, checks, contract, exercises, forbidden, host, sandbox, submissions, toolchain
+from . import binding, checks, contract, exercises, forbidden, host, profile, sandbox, submissions, toolchain
 from .errors import CannotGrade, CompileError, GraderError, SubmissionError
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
@@ -44,6 +44,8 @@ class Result:
     pct_cublas: float | None = None
     output: str = ""                   # what the kernel printed (capped)
     calibration: str = ""              # where the threshold comes from (GPU only): grader.calibration
+    evidence: str = "correctness only"  # what a pass rests on: "timed on GPU", "access counts (CPU, no timing)"
+    profile: dict | None = None        # the access profile (grader.profile), counted on the CPU backend
 
     def as_dict(self) -> dict:
         """The same fields as `python -m grader check --json`."""
@@ -62,17 +64,25 @@ class Result:
 def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | None = None,
           thresholds_file=None, timeout: float | None = None, time_it: bool = True,
           compile_timeout: float | None = None, gpu: int | None = None, scan: bool = True,
-          gpu_lock: str | None = None, lock_wait: float = 0.0) -> Result:
+          gpu_lock: str | None = None, lock_wait: float = 0.0, require_gpu: bool = False,
+          profile_on_gpu: bool = True) -> Result:
     """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2).
 
     timeout: seconds the child may run the kernel (all shapes and the timed runs);
     compile_timeout: seconds nvcc or g++ may take; gpu: the GPU index the child runs on (batch);
     scan=False skips the forbidden-construct scan (only for the grader's own tests);
-    gpu_lock, lock_wait: batch --per-gpu, several children share one GPU (grader.sandbox).
+    gpu_lock, lock_wait: batch --per-gpu, several children share one GPU (grader.sandbox);
+    require_gpu: only a timed GPU verdict counts (CannotGrade without a GPU, or with backend "cpu");
+    profile_on_gpu: on a GPU also count accesses on the CPU backend (reported, not judged).
     """
     ex = exercises.get(exercise, thresholds_file)
     on_host = exercise in contract.HOST  # plain C++ on the CPU: CPU backend, timed on any machine
+    if require_gpu and (backend == "cpu" and not on_host):
+        raise CannotGrade("--require-gpu asks for a timed GPU verdict, but --backend cpu was given")
     backend = "cpu" if on_host else binding.resolve_backend(backend)
+    if require_gpu and backend != "cuda" and not on_host:
+        raise CannotGrade("--require-gpu: this machine has no GPU torch can use, and a CPU-backend verdict "
+                          "(access counts, no timing) is not accepted; grade on a GPU machine")
     calibrated = ""
     if backend == "cuda" and time_it and ex.threshold is not None:  # this GPU's threshold (grader.calibration)
         from . import calibration
@@ -105,6 +115,9 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     cases = [checks.make_case(exercise, s, gen) for s in shapes for _ in range(2)]
     request = {"lib": str(build.path), "exercise": exercise, "backend": backend,
                "schedules": SCHEDULES_CPU if backend == "cpu" else [0]}
+    if backend == "cpu" and ex.access and not on_host:  # one more checked case, at the profile shape, counted
+        request["profile"] = profile.grading_request(exercise, len(cases), int(torch.randint(1 << 62, (1,), generator=gen)))
+        cases.append(checks.make_case(exercise, ex.profile_shape, gen))
     timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
     if timed and on_host:
         try:
@@ -139,6 +152,11 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
                            timeout or sandbox.RUN_TIMEOUT_S)
     if res.correct and timed:
         _verdict_speed(res, ex, run)
+        res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU
+        if profile_on_gpu and ex.access and not on_host:  # reported beside the time, not a verdict
+            res.profile = _profile_beside(exercise, source, filename, ex, compile_timeout, timeout)
+    elif res.correct and request.get("profile"):
+        _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
     elif res.correct:
         res.passed = True
         if backend == "cpu":
@@ -147,6 +165,46 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         else:
             res.message = "correct on every shape"
     return res
+
+
+def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, case: int, lib, filename: str) -> None:
+    """The CPU backend's verdict on a correct kernel: the exercise's access bounds, on the counts of
+    the checked run of the profile case (grader.profile)."""
+    raw = next((m["profile"] for m, _ in run.messages if m.get("case") == case and "profile" in m), None)
+    prof, problems = profile.judge(ex.name, ex.profile_shape, raw, lib, filename)
+    if prof is None:
+        res.correct = False
+        res.message = "correct on the test shapes, but the profiled run sent no access counts"
+        return
+    res.profile = prof.as_dict()
+    shape = "x".join(map(str, ex.profile_shape))
+    if problems:
+        res.message = (f"correct, but the access profile at {shape} misses this exercise's idea "
+                       f"(CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems))
+        res.hint = ex.slow_hint
+        return
+    res.passed = True
+    res.evidence = profile.EVIDENCE_CPU
+    res.message = (f"correct on every shape; access counts at {shape} meet the exercise's bounds: "
+                   f"{profile.summary(prof)} (CPU backend: no timing without a GPU)")
+
+
+def _profile_beside(exercise: str, source: str, filename: str, ex: exercises.Exercise,
+                    compile_timeout: float | None, timeout: float | None) -> dict | None:
+    """On a GPU: the CPU backend's access profile of the same file, reported beside the timing
+    (in a child like every run of a submission); None when it cannot be had."""
+    try:
+        build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
+        case = checks.make_case(exercise, ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62)))
+        request = {"lib": str(build.path), "exercise": exercise, "backend": "cpu", "schedules": [0],
+                   "profile": profile.grading_request(exercise, 0, secrets.randbits(62))}
+        wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
+        run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
+        raw = next((m["profile"] for m, _ in run.messages if "profile" in m), None)
+        prof, _ = profile.judge(exercise, ex.profile_shape, raw, build.path, filename)
+        return prof.as_dict() if prof else None
+    except GraderError:
+        return None
 
 
 def _explain_cpu_crash(res: Result, source: str, exercise: str, filename: str, cases: list,

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import contract, exercises
+from . import exercises
 
 GEMM_PROFILE_SHAPE = (256, 256, 256)
 RELU_PROFILE_SHAPE = (1024, 1024)
@@ -69,7 +69,7 @@ class WarpAccess:
     space: str            # "global" | "shared"
     op: str               # "ld" | "st"
     buffer: str           # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
-    occurrence: int       # the k-th time this warp executed this instruction since the last barrier
+    occurrence: int       # the k-th time this warp executed this instruction in this block (from 0)
     lanes: list           # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
     merged: int = 1       # shared loads: 2 or 4 when counted as one wider load (nvcc's), 0 when absorbed
 
@@ -153,22 +153,31 @@ def take(mod, trace: bool = False) -> dict:
 # ----------------------------------------------------------------------------- lines
 @functools.lru_cache(maxsize=64)
 def _lines(lib_path: str, pcs: tuple[int, ...], mtime: float, filename: str) -> dict[int, tuple[str, int]]:
-    """pc offset -> (file, line), from one addr2line run over the library. binutils' addr2line
-    names DWARF 5's default file after the compilation unit (kernel_emu.cpp): that is `filename`."""
+    """pc offset -> (file, line), from one addr2line run over the library: the innermost frame in the
+    kernel file (an access inside a CPU-backend header, e.g. __ldg, is its caller's line). binutils'
+    addr2line names DWARF 5's default file after the compilation unit (kernel_emu.cpp): `filename`."""
     tool = shutil.which("addr2line")
     if not tool or not pcs:
         return {}
     try:
-        out = subprocess.run([tool, "-e", lib_path, *[hex(p) for p in pcs]], capture_output=True, text=True,
-                             timeout=30).stdout.splitlines()
+        out = subprocess.run([tool, "-a", "-i", "-e", lib_path, *[hex(p) for p in pcs]], capture_output=True,
+                             text=True, timeout=30).stdout.splitlines()
     except (OSError, subprocess.TimeoutExpired):
         return {}
-    found = {}
-    for pc, text in zip(pcs, out):
+    chains: list[list[tuple[str, int]]] = []
+    for text in out:
+        if text.startswith("0x"):
+            chains.append([])
+            continue
         m = re.match(r"(.*):(\d+)", text.split(" ")[0])
-        if m:
+        if m and chains:
             name = Path(m.group(1)).name
-            found[pc] = (filename if name == "kernel_emu.cpp" else name, int(m.group(2)))
+            chains[-1].append((filename if name == "kernel_emu.cpp" else name, int(m.group(2))))
+    found = {}
+    for pc, chain in zip(pcs, chains):
+        mine = [c for c in chain if c[0] == filename] or chain
+        if mine:
+            found[pc] = mine[0]
     return found
 
 
@@ -190,7 +199,7 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
     for s in raw["sites"]:
         kernel = launches[s["launch"]]["kernel"] if s["launch"] < len(launches) else "?"
         file, line = lines.get(s["pc"], (filename or "?", 0))
-        key = (kernel, file, line, s["space"], s["op"], s["buffer"])
+        key = (s["launch"], kernel, file, line, s["space"], s["op"], s["buffer"])
         e = per_line.setdefault(key, {"kernel": kernel, "file": file, "line": line, "space": s["space"],
                                       "op": s["op"], "buffer": s["buffer"], "requests": 0.0, "units": 0.0,
                                       "ideal": 0.0, "bytes": 0.0, "lanes": 0.0, "requests_as_written": 0.0,
@@ -199,8 +208,9 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
             e[k] += s[k]
     rows = []
     for e in sorted(per_line.values(), key=lambda e: (e["launcher_index"], e["kernel"], e["line"], e["space"], e["op"])):
-        row = {"kernel": e["kernel"], "file": e["file"], "line": e["line"], "space": e["space"], "op": e["op"],
-               "buffer": e["buffer"], "requests": _round(e["requests"]), "bytes": _round(e["bytes"])}
+        row = {"kernel": e["kernel"], "launch": e["launcher_index"], "file": e["file"], "line": e["line"],
+               "space": e["space"], "op": e["op"], "buffer": e["buffer"], "requests": _round(e["requests"]),
+               "bytes": _round(e["bytes"])}
         if e["space"] == "global":
             row["sectors"] = _round(e["units"])
         else:
@@ -209,13 +219,7 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
             row["requests_as_written"] = _round(e["requests_as_written"])
             row["wavefronts_as_written"] = _round(e["units_as_written"])
         rows.append(row)
-    metrics = {}
-    for (space, op), (req, units, conf) in NCU.items():
-        sel = [r for r in rows if r["space"] == space and r["op"] == op]
-        metrics[req] = _round(sum(r["requests"] for r in sel))
-        metrics[units] = _round(sum(r["sectors" if space == "global" else "wavefronts"] for r in sel))
-        if conf:
-            metrics[conf] = _round(sum(r["conflicts"] for r in sel))
+    metrics = metrics_of(rows)
     sampled = "; ".join(dict.fromkeys(l["sample"] for l in launches if l["sample"]))
     prof = Profile(exercise, shape, sampled, metrics, {}, None, rows,
                    [{k: l[k] for k in ("kernel", "grid", "block", "smem", "blocks_total", "blocks_recorded")}
@@ -224,6 +228,18 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
     if "trace" in raw:
         prof.trace = _trace(raw, lines, launches)
     return prof
+
+
+def metrics_of(rows: list[dict]) -> dict[str, float]:
+    """Nsight Compute's counts, summed over per-line rows (all of a profile's, or one launch's)."""
+    metrics = {}
+    for (space, op), (req, units, conf) in NCU.items():
+        sel = [r for r in rows if r["space"] == space and r["op"] == op]
+        metrics[req] = _round(sum(r["requests"] for r in sel))
+        metrics[units] = _round(sum(r["sectors" if space == "global" else "wavefronts"] for r in sel))
+        if conf:
+            metrics[conf] = _round(sum(r["conflicts"] for r in sel))
+    return metrics
 
 
 def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dict]) -> dict:
@@ -257,7 +273,9 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
         if exercise == "gemm_relu":
             elems = float(mm * nn)
             d["C_bytes_per_element"] = ratio(sector_bytes("ld", "C") + sector_bytes("st", "C"), elems)
-            d["C_loads_per_element"] = ratio(sector_bytes("ld", "C"), elems)
+            # lane-level: how often each element of C is stored / loaded (1 and 0 when fused)
+            d["C_writes_per_element"] = ratio(lane_bytes("global", "st", "C") / 4.0, elems)
+            d["C_reads_per_element"] = ratio(lane_bytes("global", "ld", "C") / 4.0, elems)
             d["mask_bytes_per_element"] = ratio(sector_bytes("st", "mask") + sector_bytes("ld", "mask"), elems)
             d["bytes_written_per_element"] = ratio(32.0 * g_st[1], elems)
     else:
@@ -367,6 +385,45 @@ def _resources(source: str, exercise: str, filename: str) -> list | None:
 
 
 # ----------------------------------------------------------------------------- verdicts
+EVIDENCE_GPU = "timed on GPU"
+EVIDENCE_CPU = "access counts (CPU, no timing)"
+EVIDENCE_NONE = "correctness only"
+EVIDENCE_HOST = "timed on CPU (host code)"  # cpu_blocked: plain C++, timed on any machine
+
+
+def grading_request(exercise: str, case: int, seed: int) -> dict:
+    """What the worker needs to count one grading case's first run (grader/worker.py): the blocks
+    are sampled from `seed`, which the parent draws secretly, edge blocks always included."""
+    return {"case": case, "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET}
+
+
+def schedules(req: dict, case: int) -> list[int]:
+    """Worker side: the thread schedules a case runs under. The profiled case runs once, in order,
+    with the race detector on (a second, shuffled run of the big shape would double its cost; the
+    other cases' shuffled runs look for races)."""
+    all_ = req.get("schedules", [0])
+    spec = req.get("profile")
+    return all_[:1] if spec and case == spec["case"] else all_
+
+
+def counting(req: dict, case: int, schedule: int, mod) -> bool:
+    """Worker side: start counting if this run is the one the request names (its first schedule)."""
+    spec = req.get("profile")
+    if not spec or case != spec["case"] or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
+        return False
+    configure(mod, "sample", spec["seed"], budget=spec.get("budget", DEFAULT_BUDGET))
+    return True
+
+
+def judge(exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None
+          ) -> tuple[Profile | None, list[str]]:
+    """Parent side: the profile of the grading run that was checked, and the broken bounds."""
+    if not raw:
+        return None, []
+    prof = from_raw(exercise, shape, raw, str(lib_path) if lib_path else None, filename)
+    return prof, check_bounds(exercise, prof)
+
+
 def check_bounds(exercise: str, prof: Profile) -> list[str]:
     """Messages for every access bound of the exercise that the profile breaks ([] when none)."""
     problems = []
@@ -391,7 +448,7 @@ def summary(prof: Profile) -> str:
     if d.get("wavefronts_per_shared_request"):
         parts.append(f"{d['wavefronts_per_shared_request']:.3g} wavefronts/shared request")
     for k in ("forward_bytes_read_per_element", "forward_bytes_written_per_element", "backward_bytes_read_per_element",
-              "backward_bytes_written_per_element", "C_bytes_per_element"):
+              "backward_bytes_written_per_element", "C_writes_per_element", "C_reads_per_element"):
         if k in d:
             parts.append(f"{k.replace('_', ' ')} {d[k]:.3g}")
     return ", ".join(parts)
@@ -431,5 +488,5 @@ def to_json(prof: Profile) -> str:
     return json.dumps(prof.as_dict(), indent=1)
 
 
-__all__ = ["run", "configure", "take", "from_raw", "check_bounds", "summary", "text", "Profile", "WarpAccess",
+__all__ = ["run", "configure", "take", "from_raw", "metrics_of", "check_bounds", "summary", "text", "Profile", "WarpAccess",
            "GEMM_PROFILE_SHAPE", "RELU_PROFILE_SHAPE"]

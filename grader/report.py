@@ -19,11 +19,21 @@ def text(r: Result) -> str:
                          + (f"  {detail.splitlines()[0]}" if detail else ""))
     if r.timing:
         lines.append("  times (median ms): " + ", ".join(f"{k} {v:.3f}" for k, v in r.timing.items()))
+    if r.compiled and r.correct:
+        lines.append(f"  evidence: {r.evidence}" + (f"; access profile: {profile_line(r)}" if r.profile else ""))
     if r.hint:
         lines.append(f"  hint: {r.hint}")
     if r.output and not r.passed:
         lines.append("  kernel output (tail):\n    " + r.output[-1500:].replace("\n", "\n    "))
     return "\n".join(lines)
+
+
+def profile_line(r: Result) -> str:
+    """The access figures of the verdict's profile, in one line (grader.profile.summary)."""
+    from .profile import Profile, summary
+    p = r.profile or {}
+    return summary(Profile(p.get("exercise", r.exercise), tuple(p.get("shape", ())), p.get("sampled", ""),
+                           p.get("metrics", {}), p.get("derived", {})))
 
 
 def speed_bar(speedup: float | None, threshold: float | None, width: int = 240) -> str:
@@ -77,7 +87,12 @@ def html_report(r: Result) -> str:
         extra = f" &middot; {r.pct_cublas:.0f}% of cuBLAS" if r.pct_cublas else ""
         parts.append(f"<div>speed-up {bar}{extra}</div>")
     elif r.backend == "cpu" and r.compiled:
-        parts.append("<div style='color:#666'>CPU backend: correctness only; speed is graded on a GPU.</div>")
+        parts.append("<div style='color:#666'>CPU backend: no timing; "
+                     + ("the verdict rests on access counts" if r.profile else "correctness only")
+                     + "; speed is graded on a GPU.</div>")
+    if r.profile and r.correct:
+        parts.append(f"<div style='color:#444'>evidence: {esc(r.evidence)}; access profile "
+                     f"({'x'.join(map(str, r.profile.get('shape', [])))}): {esc(profile_line(r))}</div>")
     if r.hint:
         parts.append(f"<div><b>hint:</b> {esc(r.hint)}</div>")
     if r.output:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import checks, contract, protocol
+from . import checks, contract, profile, protocol
 from .binding import KernelModule
 from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK, random_inputs
 from .errors import GraderError, KernelError, LauncherError
@@ -305,17 +305,21 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         return 0
     for meta, arrays in cases:
         inputs = {k: torch.from_numpy(v) for k, v in arrays.items()}
-        for seed in req.get("schedules", [0]):
+        for seed in profile.schedules(req, meta["case"]):
             mod.configure_cpu(schedule_seed=seed)
             digests: dict[str, str] = {}
+            counted = profile.counting(req, meta["case"], seed, mod)  # access counts of this very run
             try:
                 outs = run_case(mod, meta["shape"], inputs, digests)
             except GraderError as e:
+                if counted:
+                    profile.take(mod)
                 send({"case": meta["case"], "schedule": seed, "error": str(e)})
                 if mod.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
-            send({"case": meta["case"], "schedule": seed, "inputs_sha256": digests},
+            send({"case": meta["case"], "schedule": seed, "inputs_sha256": digests}
+                 | ({"profile": profile.take(mod)} if counted else {}),
                  {k: v.numpy() for k, v in outs.items()})
     if req.get("timing") and req["timing"].get("host"):  # a host exercise: timed on the CPU (grader.host)
         from . import host

@@ -72,3 +72,94 @@ def test_profile_command_json():
     bad = subprocess.run([sys.executable, "-m", "grader", "profile", "naive", str(K / "01_naive.cu"), "--shape", "3",
                           "--no-resources"], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "shape" in bad.stderr
+
+
+# ---------------------------------------------------------------------------- verdicts
+HAS_GPU = __import__("torch").cuda.is_available()
+MISGRADED = [  # issue 14: each passed its wrong exercise on the CPU backend before access bounds
+    ("tiled", "01_naive.cu", "bytes_per_flop"),
+    ("register_blocked", "01_naive.cu", "bytes_per_flop"),
+    ("naive", "01a_naive_uncoalesced.cu", "sectors_per_request_ld"),
+    ("conflict_free", "03_bank_conflicts.cu", "bank_conflicts_per_shared_request"),
+]
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the CPU backend's verdict (on a GPU the speed threshold decides)")
+@pytest.mark.parametrize("exercise,file,figure", MISGRADED, ids=[f"{f}-for-{e}" for e, f, _ in MISGRADED])
+def test_misgraded_kernels_fail_on_their_access_counts(exercise, file, figure):
+    from grader import grade
+    r = grade.grade(exercise, K / file, backend="cpu")
+    assert r.correct and not r.passed, r.message
+    assert figure in r.message and "the exercise needs at most" in r.message, r.message
+    assert r.profile and r.profile["derived"][figure] > 0 and r.evidence == profile.EVIDENCE_NONE
+
+
+SHIPPED = [("naive", "01_naive.cu"), ("tiled", "02_tiled.cu"), ("conflict_free", "03_conflict_free.cu"),
+           ("register_blocked", "04_register_blocked.cu"), ("register_blocked", "05_warptile_pipelined.cu"),
+           ("relu_mask", "06_relu_mask.cu"), ("gemm_relu", "07_gemm_relu.cu")]
+
+
+@pytest.mark.parametrize("exercise,file", SHIPPED, ids=[f for _, f in SHIPPED])
+def test_shipped_solutions_meet_their_access_bounds(exercise, file):
+    """(The notebooks' kernels are graded by tests/test_notebooks.py, bounds included.) Blocks sampled
+    from a few seeds, as grading does."""
+    for seed in (1, 2):
+        p = profile.run(exercise, K / file, seed=seed, resources=False)
+        assert profile.check_bounds(exercise, p) == [], (file, seed)
+
+
+def test_gemm_relu_second_pass_over_c_fails():
+    """The unfused alternative (GEMM, then a second kernel that reads C back and rewrites it)."""
+    src = (K / "04_register_blocked.cu").read_text().replace('extern "C" void gemm(', "static void gemm_only(")
+    src += '''
+__global__ void epilogue(const float* bias, float* C, uint32_t* mask, int M, int N) {
+    int row = blockIdx.y, col = blockIdx.x * 32 + threadIdx.x;
+    float v = col < N ? C[(size_t)row * N + col] + bias[col] : 0.f;
+    v = v > 0.f ? v : 0.f;
+    unsigned bits = __ballot_sync(0xffffffffu, v > 0.f);
+    if (col < N) C[(size_t)row * N + col] = v;
+    if (threadIdx.x == 0) mask[(size_t)row * ((N + 31) / 32) + blockIdx.x] = bits;
+}
+extern "C" void gemm_relu(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
+                          int M, int N, int K, cudaStream_t stream) {
+    gemm_only(A, B, C, M, N, K, stream);
+    epilogue<<<dim3((N + 31) / 32, M), 32, 0, stream>>>(bias, C, mask, M, N);
+}
+'''
+    p = profile.run("gemm_relu", src, (64, 64, 32), resources=False)
+    assert p.derived["C_writes_per_element"] == 2.0 and p.derived["C_reads_per_element"] == 1.0
+    problems = profile.check_bounds("gemm_relu", p)
+    assert any("C_writes_per_element" in m for m in problems) and any("second pass" in m for m in problems)
+
+
+@pytest.mark.skipif(HAS_GPU, reason="needs a machine without a GPU")
+def test_require_gpu_refuses_a_cpu_verdict():
+    from grader import grade
+    from grader.errors import CannotGrade
+    with pytest.raises(CannotGrade, match="--require-gpu"):
+        grade.grade("naive", K / "01_naive.cu", require_gpu=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "grader", "check", "naive", str(K / "01_naive.cu"), "--require-gpu"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and "--require-gpu" in r.stderr
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the CPU backend's evidence")
+def test_gradebook_says_what_a_pass_rests_on(tmp_path):
+    from grader import batch
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.cu").write_text((K / "01_naive.cu").read_text())
+    rows = batch.run_batch("naive", subs, tmp_path / "grades.csv", backend="cpu", progress=False)
+    assert rows[0]["passed"] and rows[0]["evidence"] == profile.EVIDENCE_CPU
+    assert "evidence" in (tmp_path / "grades.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.gpu
+def test_gpu_verdict_is_timed_with_the_profile_beside():
+    from grader import grade
+    if not HAS_GPU:
+        pytest.skip("needs a GPU")
+    r = grade.grade("tiled", K / "02_tiled.cu", backend="cuda")
+    assert r.passed and r.evidence == profile.EVIDENCE_GPU and r.speedup
+    assert r.profile and r.profile["derived"]["bytes_per_flop"] < 0.5

@@ -118,6 +118,7 @@ std::vector<std::vector<uint64_t>> g_occ;  // per thread, per site: (epoch << 32
 std::vector<std::vector<Group>> g_groups;  // [warp * g_site_cap + site]
 int g_site_cap = 0;
 std::vector<int> g_dirty;                  // indices of g_groups with content
+std::vector<int> g_trace_base;             // per g_groups index: groups traced in this block before
 
 uint64_t rng_state = 1;
 uint64_t rnd() {
@@ -148,6 +149,13 @@ void grow_sites(int need) {
     for (int w = 0; w < g_nwarps; ++w)
         for (int s = 0; s < g_site_cap; ++s) groups[(size_t)w * cap + s].swap(g_groups[(size_t)w * g_site_cap + s]);
     for (int& d : g_dirty) d = (d / g_site_cap) * cap + d % g_site_cap;
+    if (g_trace) {
+        std::vector<int> base((size_t)g_nwarps * cap, 0);
+        for (int w = 0; w < g_nwarps; ++w)
+            for (int s = 0; s < g_site_cap && (size_t)(w * g_site_cap + s) < g_trace_base.size(); ++s)
+                base[(size_t)w * cap + s] = g_trace_base[(size_t)w * g_site_cap + s];
+        g_trace_base.swap(base);
+    }
     g_groups.swap(groups);
     g_site_cap = cap;
 }
@@ -211,8 +219,10 @@ void trace_group(const Group& g, int site, int warp, int occ, uint32_t merged) {
 }
 
 // Accesses that nvcc issues as one wider instruction (see the top). Two kinds of partners:
-//  - a 16-byte value that the CPU compiler split into 4-byte accesses (a float4 store built from
-//    its components): other sites, the same occurrence, the next words, in every lane;
+//  - a 16-byte value that the CPU compiler split into 4-byte stores (a float4 built from its
+//    components): other sites, the same occurrence, the next words, in every lane. Stores only:
+//    the CPU compiler keeps a vector load whole, and scalar loads that merely happen to be
+//    aligned (A[k], A[k+1] ... guarded one by one) stay separate instructions in nvcc's code too;
 //  - shared loads of consecutive words by the same lanes (an unrolled loop over a tile's row),
 //    also from other occurrences of the same site (the CPU compiler did not unroll).
 // Returns, per dirty group-list, which groups are absorbed (0) or widened (2 or 4).
@@ -232,9 +242,11 @@ void merge_accesses(MergePlan& plan) {
         int idx = g_dirty[d], site = idx % g_site_cap, warp = idx / g_site_cap;
         plan.factor[d].assign(g_groups[idx].size(), 1);
         const auto& gs = g_groups[idx];
+        const SiteKey& k = g_sites[site];
+        if (k.space == 1 && !k.write) continue;  // global loads: never merged (above)
         for (int i = 0; i < (int)gs.size(); ++i)
             if (gs[i].mask && gs[i].size == 4)
-                by_addr[key_of(warp, gs[i], 0, kind_of(g_sites[site]))].push_back(Ref{(int)d, i});
+                by_addr[key_of(warp, gs[i], 0, kind_of(k))].push_back(Ref{(int)d, i});
     }
     if (by_addr.empty()) return;
     auto partner = [&](int warp, int site, int occ, const Group& g, uint64_t delta) -> Ref {
@@ -270,6 +282,7 @@ void merge_accesses(MergePlan& plan) {
         for (size_t d = 0; d < g_dirty.size(); ++d) {
             int idx = g_dirty[d], site = idx % g_site_cap, warp = idx / g_site_cap;
             const auto& gs = g_groups[idx];
+            if (g_sites[site].space == 1 && !g_sites[site].write) continue;
             for (int i = 0; i < (int)gs.size(); ++i) {
                 const Group& g = gs[i];
                 if (!g.mask || g.size != 4 || plan.factor[d][i] != 1 || taken[d][i]) continue;
@@ -359,9 +372,10 @@ void flush() {
                     S.ideal += w * ideal;
                 }
             }
-            if (g_trace) trace_group(g, site, warp, (int)i, f);
+            if (g_trace) trace_group(g, site, warp, g_trace_base[idx] + (int)i, f);
             g.mask = 0;
         }
+        if (g_trace) g_trace_base[idx] += (int)gs.size();
         gs.clear();
     }
     g_dirty.clear();
@@ -462,6 +476,7 @@ void profile_new_block() {
     g_profile_block = it != g_chosen.end();
     g_weight = g_profile_block ? it->second : 0;
     g_block = blockIdx;
+    if (g_trace) g_trace_base.assign(g_groups.size(), 0);  // occurrences count from the block's start
     if (g_profile_block) g_launches.back().blocks_profiled++;
 }
 
