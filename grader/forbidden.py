@@ -76,6 +76,9 @@ _LIBRARIES = [
     (re.compile(r"\bcudnn\w*", re.I), "cuDNN does the work for you"),
     (re.compile(r"\bcusparse\w*|\bcublasLt\w*", re.I), "a CUDA math library does the work for you"),
     (re.compile(r"\btorch\b|\bATen\b|\bat\s*::|\bc10\s*::"), "torch calls are not allowed in a kernel file"),
+    # the CPU backend's own state (which blocks the access profile records, the race detector's flags)
+    (re.compile(r"\bcuda_emu\w*|\b_*(tsan|ubsan|asan|sanitizer)_\w+"),
+     "the CPU backend's internals (its race detector and access profile) are not yours to read or change"),
 ]
 
 # Library functions a kernel file has no use for, by what they are for. A name also counts with

@@ -163,3 +163,15 @@ def test_gpu_verdict_is_timed_with_the_profile_beside():
     r = grade.grade("tiled", K / "02_tiled.cu", backend="cuda")
     assert r.passed and r.evidence == profile.EVIDENCE_GPU and r.speedup
     assert r.profile and r.profile["derived"]["bytes_per_flop"] < 0.5
+
+
+def test_a_kernel_cannot_see_which_blocks_are_watched():
+    """The backend's internals are linked into the submission's library: a kernel that declared
+    cuda_emu::g_profile_block could be coalesced only in the recorded blocks. The scan refuses it."""
+    from grader import forbidden, grade
+    src = (K / "01a_naive_uncoalesced.cu").read_text()
+    src = "namespace cuda_emu { extern bool g_profile_block; }\n" + src
+    problems = forbidden.scan(src)
+    assert problems and "internals" in forbidden.message(problems, "cheat.cu")
+    r = grade.grade("naive", src, backend="cpu")
+    assert not r.compiled and "forbidden" in r.message
