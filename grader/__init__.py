@@ -5,9 +5,11 @@ In a notebook:
     mod = grader.load(SOURCE, "tiled")    # compile (cached) and load; mod.gemm(A, B)
     grader.check("tiled", SOURCE)         # grade in a child process, show the verdict
     grader.resources(SOURCE, "tiled")     # registers, shared memory, spills (nvcc -Xptxas -v)
+    grader.profile.run("tiled", SOURCE)   # memory accesses counted as Nsight Compute would (CPU backend)
 
-On the command line: python -m grader list | doctor | check | batch | bench.
+On the command line: python -m grader list | doctor | check | profile | batch | bench.
 """
+from . import profile
 from .binding import load, resolve_backend
 from .errors import CannotGrade, CompileError, GraderError, KernelError, LauncherError, SubmissionError
 from .exercises import EXERCISES
@@ -43,5 +45,5 @@ def resources(source_or_path, exercise: str | None = None, arch: str | None = No
     return usage
 
 
-__all__ = ["load", "check", "resources", "resolve_backend", "EXERCISES", "GraderError", "CannotGrade",
+__all__ = ["load", "check", "resources", "profile", "resolve_backend", "EXERCISES", "GraderError", "CannotGrade",
            "CompileError", "KernelError", "LauncherError", "SubmissionError"]
