@@ -89,6 +89,7 @@ LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
     "tiled": (GEMM,),
     "conflict_free": (GEMM,),
     "register_blocked": (GEMM,),
+    "register_1d": (GEMM,),
     "relu_mask": (RELU_FORWARD, RELU_BACKWARD),
     "gemm_relu": (GEMM_RELU,),
     "cpu_blocked": (GEMM_CPU,),
