@@ -81,6 +81,7 @@ def main() -> int:
     if args.only in (None, "fusion"):
         res["fusion"] = {}
         for name, (src, ex) in {"k07": (ROOT / "kernels/07_gemm_relu.cu", "gemm_relu"),
+                                "k07b": (ROOT / "kernels/07b_gemm_relu_warptile.cu", "gemm_relu"),
                                 "nb07": (ROOT / "solutions/07_fused_epilogue.ipynb", "gemm_relu")}.items():
             mod = binding.load(submissions.read(str(src), ex)[0], ex, backend="cuda")
             errs = [bench.check_gemm_relu(mod, *s, seed=i) for i, s in enumerate(bench.CHECK_SHAPES)]

@@ -39,6 +39,7 @@ KERNELS = [
     ("05_warptile_pipelined.cu", "register_blocked"),
     ("06_relu_mask.cu", "relu_mask"),
     ("07_gemm_relu.cu", "gemm_relu"),
+    ("07b_gemm_relu_warptile.cu", "gemm_relu"),
 ]
 GEMM_SHAPES = [(256, 256, 256), (200, 129, 300)]
 RELU_SHAPES = [(1024, 1024), (1000, 1031)]

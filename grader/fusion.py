@@ -51,7 +51,8 @@ def sweep(mod, ks=KS, m: int = 4096, n: int = 4096, seconds: float = 3.0) -> lis
 
 
 def measured(kernel: str) -> list[dict]:
-    """The committed H200 sweep of `kernel` ("k07": kernels/07_gemm_relu.cu, "nb07": notebook 07's solution)."""
+    """The committed H200 sweep of `kernel` ("k07": kernels/07_gemm_relu.cu, "k07b": 07b_gemm_relu_warptile.cu,
+    "nb07": notebook 07's solution)."""
     data = json.loads(Path(RESULTS).read_text())
     return data["fusion"][kernel]
 

@@ -262,7 +262,10 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
         else:
             calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
     elif mod.exercise == "relu_mask":
-        calls["torch"] = lambda: torch.ops.aten.threshold_backward(ins["dY"], torch.relu(ins["X"]), 0)
+        # torch's pair with the activation it saves: computed before the round, so that its backward reads
+        # Y from memory as it would in training (reading the Y relu() just wrote finds part of it in L2)
+        saved = torch.relu(ins["X"])
+        calls["torch"] = lambda: (torch.relu(ins["X"]), torch.ops.aten.threshold_backward(ins["dY"], saved, 0))
     rounds = FreshRounds(mod.exercise, shape, ins, outputs["kernel"], req["seed"])
     times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0), before_round=rounds.refresh,
                      after_round=rounds.check)
