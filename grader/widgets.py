@@ -443,6 +443,22 @@ def _kernels(source, exercise, others) -> dict:
 
 # ---------------------------------------------------------------- the widgets
 
+def _friendly(fn):
+    """A kernel that does not compile or is wrong has no profile worth drawing: say so in one
+    message (the grader's own, with its fix) instead of a traceback, and return None."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kw):
+        from .errors import GraderError
+        try:
+            return fn(*args, **kw)
+        except GraderError as e:
+            print(f"grader.widgets.{fn.__name__}: nothing to draw until the kernel compiles and is correct.\n{e}")
+            return None
+    return wrapper
+
+
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
@@ -486,6 +502,7 @@ def _slider(desc, hi, value=0, **kw):
                        style={"description_width": "initial"}, layout=w.Layout(width="260px"), **kw)
 
 
+@_friendly
 def thread_map(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 0, 0)):
     """Sliders for a block and a thread; the elements of A, B and C (and of the __shared__ arrays)
     that thread reads and writes, from the trace of the kernel in `source` at a small `shape`."""
@@ -504,6 +521,7 @@ def thread_map(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0,
     return _make_view()(controls, draw)
 
 
+@_friendly
 def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, space=None, block=(0, 0, 0), warp=0):
     """Pick a memory instruction of the kernel (a line, and which array when a line has several),
     a warp and an occurrence: the 32 lanes against the 32-byte sectors (global) or the 32 banks
@@ -537,6 +555,7 @@ def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, spac
     return _make_view()([pick, blk, wp, occ], draw, caption=_per_line_caption(p))
 
 
+@_friendly
 def tile_walk(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 0, 0)):
     """A slider along K: the elements of A and B that block `block` loads at that step (its tile,
     boxed; earlier steps faded) and the __shared__ slots the step writes, with the slots one
@@ -556,6 +575,7 @@ def tile_walk(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 
     return _make_view()([c for c in (st, tx, ty) if c.max > 0] or [st], draw)
 
 
+@_friendly
 def mask_bits(source, exercise: str = "relu_mask", shape=None):
     """Pick a warp's mask store: which lane's element each bit of the stored words describes, and
     which lane stores each word (a __ballot_sync word, or words assembled with shuffles)."""
@@ -563,7 +583,8 @@ def mask_bits(source, exercise: str = "relu_mask", shape=None):
     p = profile_of(source, exercise, shape)
     stores = mask_stores(p)
     if not stores:
-        raise ValueError(f"the kernel stores no mask words at {_shape_text(p.shape)}")
+        print(f"grader.widgets.mask_bits: the kernel stores no mask words at {_shape_text(p.shape)}")
+        return None
     pick = w.Dropdown(options=[(f"block {b[:2]}, warp {wp}, store #{o}", (b, wp, o)) for b, wp, o in stores],
                       value=stores[0], description="mask store", layout=w.Layout(width="380px"))
 
@@ -574,6 +595,7 @@ def mask_bits(source, exercise: str = "relu_mask", shape=None):
     return _make_view()([pick], draw)
 
 
+@_friendly
 def roofline(source, exercise: str, others: dict | None = None, shape=None, *, measured="auto",
              peak_tflops: float = 66.9, bandwidth_tbs: float = 4.0):
     """The kernel's point (and `others`', as in `compare`) on the roofline: intensity from its
@@ -597,6 +619,7 @@ def roofline(source, exercise: str, others: dict | None = None, shape=None, *, m
     return _make_view()(boxes, draw)
 
 
+@_friendly
 def compare(source, exercise: str, others: dict | None = None, shape=None, *, extra: dict | None = None,
             measured="auto", names=None):
     """Your kernel's access counts beside `others`' ({label: path or source}, or {label: (path,

@@ -89,3 +89,23 @@ def test_widget_redraws_when_a_slider_moves_and_carries_a_png():
     slider = next(c for c in view.children[0].children if c.description == "thread y")
     slider.value = 7
     assert view.png != before
+
+
+def test_counts_beside_the_previous_rung_and_the_roofline():
+    table = widgets.compare(K("01_naive.cu"), "naive", {"uncoalesced (01a)": K("01a_naive_uncoalesced.cu")},
+                            (64, 64, 64), measured={})
+    ours, theirs = table["yours"], table["uncoalesced (01a)"]
+    assert ours["sectors per global load"] < theirs["sectors per global load"]
+    assert ours["global loads per FMA"] == theirs["global loads per FMA"] == 2
+    view = widgets.roofline(K("02_tiled.cu"), "tiled", {"naive (01)": K("01_naive.cu")}, (64, 64, 64), measured={})
+    boxes = view.children[0].children
+    assert [b.description for b in boxes] == ["yours", "naive (01)"]
+    before = view.png
+    boxes[1].value = False
+    assert view.png != before
+
+
+def test_a_wrong_kernel_gets_a_message_not_a_traceback(capsys):
+    stub = open(K("01_naive.cu")).read().replace("C[(size_t)cRow * N + cCol] = sum;", "")
+    assert widgets.thread_map(stub, "naive") is None
+    assert "nothing to draw until the kernel compiles and is correct" in capsys.readouterr().out
