@@ -184,9 +184,11 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
 
 def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
               timeout: float | None = None, compile_timeout: float | None = None, gpus: int | None = None,
-              regrade: bool = False, progress: bool = True, per_gpu: int = 2, require_gpu: bool = False) -> list[dict]:
+              regrade: bool = False, progress: bool = True, per_gpu: int = 2, require_gpu: bool = False,
+              shard: tuple[int, int] | None = None) -> list[dict]:
     """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it).
-    require_gpu: only timed GPU verdicts (CannotGrade on a machine without a GPU)."""
+    require_gpu: only timed GPU verdicts (CannotGrade on a machine without a GPU).
+    shard=(I, N): only share I of N (grader.merge), the JSON records the roster for `merge`."""
     from . import binding, exercises, forbidden, grade, sandbox, toolchain
 
     ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
@@ -210,6 +212,10 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     jobs = jobs or max(1, (os.cpu_count() or 2))
     version = grader_version()
     subs = discover(root, exercise)
+    roster = [s.student_id for s in subs]
+    if shard:
+        from . import merge
+        subs = merge.select(subs, *shard)
     old = {} if regrade else load_gradebook(out)
     ident = f"{exercise}|{backend}|{ex.threshold}|{version}|{timeout}|{compile_timeout}"
 
@@ -225,6 +231,8 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     meta = {"exercise": exercise, "backend": backend, "threshold": ex.threshold, "calibration": calibrated,
             "grader_version": version,
             "dir": str(root)}
+    if shard:
+        meta |= merge.shard_meta(roster, *shard)
     lock = threading.Lock()
 
     def record(row: dict) -> None:
@@ -314,18 +322,34 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
 def main(args) -> int:
     """CLI entry: 0 when every submission got a verdict, 1 when some could not be graded."""
     t0 = time.perf_counter()
-    rows = run_batch(args.exercise, args.dir, args.out, jobs=args.jobs, backend=args.backend,
+    fmt = getattr(args, "format", "csv") or "csv"
+    shard = None
+    if getattr(args, "shard", None):
+        from . import merge
+        shard = merge.parse(args.shard)
+    gradebook = args.out
+    if fmt == "gradescope":  # --out names results.json; the gradebook goes beside it
+        if Path(args.out).suffix.lower() != ".json":
+            raise CannotGrade(f"--format gradescope: --out names Gradescope's results.json, not {args.out}")
+        gradebook = str(Path(args.out).with_name(Path(args.out).stem + "-gradebook.csv"))
+    rows = run_batch(args.exercise, args.dir, gradebook, jobs=args.jobs, backend=args.backend,
                      thresholds=args.thresholds, timeout=getattr(args, "timeout", None),
                      compile_timeout=getattr(args, "compile_timeout", None), gpus=getattr(args, "gpus", None),
                      regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False),
-                     per_gpu=getattr(args, "per_gpu", 2), require_gpu=getattr(args, "require_gpu", False))
+                     per_gpu=getattr(args, "per_gpu", 2), require_gpu=getattr(args, "require_gpu", False),
+                     shard=shard)
+    if fmt == "gradescope":
+        from . import lms
+        meta = json.loads(Path(gradebook).with_suffix(".json").read_text())
+        lms.write_gradescope(args.out, rows, meta, time.perf_counter() - t0)
     n = len(rows)
     passed = sum(1 for r in rows if str(r["passed"]) in ("True", "true", "1"))
     failed_infra = sum(1 for r in rows if str(r["message"]).startswith("could not grade"))
     print(f"{args.exercise}: {n} submissions, {passed} passed, {n - passed - failed_infra} failed"
           + (f", {failed_infra} could not be graded" if failed_infra else "")
-          + f"; gradebook {args.out} (+ {Path(args.out).with_suffix('.json').name}) "
-          f"in {time.perf_counter() - t0:.1f} s")
+          + f"; gradebook {gradebook} (+ {Path(gradebook).with_suffix('.json').name}) "
+          + (f"; Gradescope results {args.out} " if fmt == "gradescope" else "")
+          + f"in {time.perf_counter() - t0:.1f} s")
     if rows:
         counts = Counter(r["outcome"] for r in rows)
         print("outcomes: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))

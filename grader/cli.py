@@ -1,4 +1,4 @@
-"""`python -m grader COMMAND`: list, doctor, check, profile, batch, bench.
+"""`python -m grader COMMAND`: list, doctor, check, profile, batch, merge, bench.
 
 Exit codes of `check`: 0 passed; 1 graded and failed (any defect of the
 submission, compile errors included); 2 could not grade (missing file, unknown
@@ -59,6 +59,11 @@ def _profile(args) -> int:
     return 0
 
 
+def _merge(args) -> int:
+    from . import merge
+    return merge.main(args)
+
+
 def _batch(args) -> int:
     from . import batch
     return batch.main(args)
@@ -112,7 +117,16 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--require-gpu", action="store_true",
                    help="accept only timed GPU verdicts (exit 2 without a GPU): no pass on access counts")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--shard", metavar="I/N", help="grade only share I of N (0-based; a Slurm array task: "
+                                                   "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); see merge")
+    b.add_argument("--format", choices=("csv", "gradescope"), default="csv",
+                   help="gradescope: --out is Gradescope's results.json (the gradebook is written beside it)")
     b.set_defaults(fn=_batch)
+
+    m = sub.add_parser("merge", help="combine the gradebooks of batch --shard runs into one")
+    m.add_argument("out", help="the merged CSV gradebook (a JSON one is written beside it)")
+    m.add_argument("parts", nargs="+", help="the shards' CSV gradebooks (their JSON files are read)")
+    m.set_defaults(fn=_merge)
 
     sub.add_parser("bench", help="time the reference kernels against cuBLAS (python -m grader bench --help)")
     return p
