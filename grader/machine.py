@@ -30,7 +30,8 @@ KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
 # 60 MB of L2): one each for the table. The sweep shows where the steps really are.
 TABLE_FOOTPRINTS = {"L1 hit": 16 * KB, "L2 hit": 4 * MB, "HBM": 512 * MB}
 SWEEP_FOOTPRINTS = [4 * KB, 16 * KB, 64 * KB, 128 * KB, 192 * KB, 256 * KB, 512 * KB, 1 * MB, 4 * MB,
-                    16 * MB, 32 * MB, 64 * MB, 128 * MB, 512 * MB, 2 * GB, 8 * GB]
+                    16 * MB, 32 * MB, 64 * MB, 128 * MB, 512 * MB, 2 * GB, 8 * GB, 16 * GB, 32 * GB, 64 * GB]
+WIDE = 8 * GB  # past this footprint the chain holds 64-bit indices (int32 ones would overflow)
 BANDWIDTH_SIZES = [256 * KB, 1 * MB, 4 * MB, 16 * MB, 32 * MB, 64 * MB, 256 * MB, 1 * GB]
 # The seed article's figures for Hopper (cited, not measured here): shared memory about 32 cycles;
 # a global load 188 cycles on an L2 hit, 296 on an L2 miss whose page is in the TLB, 616 on a TLB miss.
@@ -71,18 +72,19 @@ def cpu_roofline(copy_bytes: int = 128 * MB, n: int = 1024, repeat: int = 5) -> 
 
 
 # ---------------------------------------------------------------------------- GPU
-def pointer_chain(footprint: int, stride: int = 128, *, device="cpu", seed: int = 0):
-    """(next, start): an int32 array of footprint/4 indices holding one random cycle through
+def pointer_chain(footprint: int, stride: int = 128, *, device="cpu", seed: int = 0, wide: bool = False):
+    """(next, start): an int32 (wide: int64) array of footprint bytes holding one random cycle through
     footprint/stride nodes, `stride` bytes apart (a node per cache line, in random order, so
     neither a prefetcher nor a cache line shared by two steps helps). next[j] is the next index."""
     import torch
 
-    step = stride // 4
+    dtype, size = (torch.int64, 8) if wide else (torch.int32, 4)
+    step = stride // size
     nodes = max(2, footprint // stride)
     gen = torch.Generator(device=device).manual_seed(seed)
     order = torch.randperm(nodes, device=device, generator=gen, dtype=torch.int64) * step
-    nxt = torch.zeros(nodes * step, dtype=torch.int32, device=device)
-    nxt[order] = torch.roll(order, -1).to(torch.int32)  # indices < 2^32: as uint32 the bits are right
+    nxt = torch.zeros(nodes * step, dtype=dtype, device=device)
+    nxt[order] = torch.roll(order, -1).to(dtype)  # int32: indices < 2^31 up to 8 GB
     return nxt, int(order[0])
 
 
@@ -102,9 +104,10 @@ class GpuProbes:
         P, I, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
         self.lib.chase_global.argtypes = [P, ctypes.c_uint32, I, I, I, I, P, P, P]
         self.lib.chase_shared.argtypes = [P, I, ctypes.c_uint32, I, P, P, P]
+        self.lib.chase_global64.argtypes = [P, ctypes.c_uint64, I, P, P, P]
         self.lib.copy_floats.argtypes = [P, P, LL, I, P]
         self.lib.fma_rate.argtypes = [I, I, P, P, P]
-        for f in ("chase_global", "chase_shared", "copy_floats", "fma_rate"):
+        for f in ("chase_global", "chase_global64", "chase_shared", "copy_floats", "fma_rate"):
             getattr(self.lib, f).restype = None
         self.lib.grader_synchronize.restype = ctypes.c_int
         self.lib.grader_last_error.restype = ctypes.c_int
@@ -113,7 +116,7 @@ class GpuProbes:
         self.torch = torch
         self.props = torch.cuda.get_device_properties(torch.cuda.current_device())
         self.cycles = torch.zeros(1, dtype=torch.int64, device="cuda")
-        self.sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+        self.sink = torch.zeros(2, dtype=torch.int32, device="cuda")  # room for a 64-bit index
 
     def _stream(self):
         return self.torch.cuda.current_stream().cuda_stream
@@ -136,28 +139,38 @@ class GpuProbes:
 
     def max_footprint(self) -> int:
         free, _ = self.torch.cuda.mem_get_info()
-        return min(8 * GB, free // 3)  # 8 GB: every index fits an int32
+        return min(64 * GB, free // 2)
 
     def chase(self, footprint: int, *, steps: int = 20000, carveout: int = -1, l2_only: bool = False,
               stride: int = 128) -> dict:
         """Cycles per dependent global load for a chain of `footprint` bytes (one thread, one SM)."""
         torch = self.torch
-        nxt, start = pointer_chain(footprint, stride, device="cuda")
-        nodes = nxt.numel() // (stride // 4)
+        wide = footprint > WIDE
+        if wide:  # a few million nodes at most: the chain is built in one go, and every step is a random page anyway
+            stride = max(stride, footprint >> 22)
+        nxt, start = pointer_chain(footprint, stride, device="cuda", wide=wide)
+        nodes = nxt.numel() // (stride // nxt.element_size())
         # a warm pass over the whole chain first, so that a chain that fits in L2 (60 MB on an H200) is
         # timed from L2; past 128 MB the timed steps are cold misses anyway
         warm = nodes if footprint <= 128 * MB else 0
         start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start_ev.record()
-        self.lib.chase_global(nxt.data_ptr(), start, steps, warm, int(l2_only), carveout, self.cycles.data_ptr(),
-                              self.sink.data_ptr(), self._stream())
+        if wide:
+            self.lib.chase_global64(nxt.data_ptr(), start, steps, self.cycles.data_ptr(), self.sink.data_ptr(),
+                                    self._stream())
+        else:
+            self.lib.chase_global(nxt.data_ptr(), start, steps, warm, int(l2_only), carveout, self.cycles.data_ptr(),
+                                  self.sink.data_ptr(), self._stream())
         end_ev.record()
         self._sync("chase_global")
         cycles = int(self.cycles.item())
         ms = start_ev.elapsed_time(end_ev)
         del nxt
+        if footprint > GB:  # hand the memory back, so that the next, larger chain still fits
+            torch.cuda.empty_cache()
         return {"footprint": footprint, "cycles": cycles / steps, "steps": steps, "carveout": carveout,
-                "l2_only": l2_only, "clock_MHz": cycles / (ms * 1e3) if warm == 0 and ms > 1 else None}
+                "l2_only": l2_only, "stride": stride,
+                "clock_MHz": cycles / (ms * 1e3) if warm == 0 and ms > 1 else None}
 
     def chase_shared(self, n: int = 1024, steps: int = 20000) -> float:
         """Cycles per dependent shared-memory load (a random cycle through n words)."""

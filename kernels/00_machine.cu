@@ -6,6 +6,7 @@
 //                 serves it: L1, L2, HBM, HBM with TLB misses. l2_only: ld.global.cg (skip L1).
 //                 carveout >= 0: the preferred shared-memory carveout in % (L1 and shared memory
 //                 are one array per SM: a bigger shared carveout leaves a smaller L1).
+//   chase_global64  the same with 64-bit indices: chains past 8 GB.
 //   chase_shared  the same chain in shared memory (n <= 4096 indices).
 //   copy_floats   dst = src with float4 loads and stores, grid-stride: the bandwidth sweep.
 //   fma_rate      one block of `warps` warps on one SM, 8 independent FMA chains per thread:
@@ -27,6 +28,17 @@ __global__ void chase_global_kernel(const uint32_t* next, uint32_t start, int st
     const long long t1 = clock64();
     cycles[0] = t1 - t0;
     sink[0] = j;  // the chain's end is used: the loop cannot be removed
+}
+
+// The same with 64-bit indices, for chains past 8 GB (where TLB misses start to show).
+__global__ void chase_global64_kernel(const unsigned long long* next, unsigned long long start, int steps,
+                                      long long* cycles, unsigned long long* sink) {
+    unsigned long long j = start;
+    const long long t0 = clock64();
+    for (int i = 0; i < steps; ++i) j = __ldca(next + j);
+    const long long t1 = clock64();
+    cycles[0] = t1 - t0;
+    sink[0] = j;
 }
 
 constexpr int SHARED_CHAIN = 4096;
@@ -86,6 +98,11 @@ extern "C" void chase_global(const uint32_t* next, uint32_t start, int steps, in
             cudaFuncSetAttribute(chase_global_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
         chase_global_kernel<false><<<1, 1, 0, stream>>>(next, start, steps, warm, cycles, sink);
     }
+}
+
+extern "C" void chase_global64(const unsigned long long* next, unsigned long long start, int steps,
+                               long long* cycles, unsigned long long* sink, cudaStream_t stream) {
+    chase_global64_kernel<<<1, 1, 0, stream>>>(next, start, steps, cycles, sink);
 }
 
 extern "C" void chase_shared(const uint32_t* next, int n, uint32_t start, int steps, long long* cycles,

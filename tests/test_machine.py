@@ -7,14 +7,15 @@ import pytest
 from grader import machine
 
 
-@pytest.mark.parametrize("footprint, stride", [(4096, 128), (4 * 1024, 4), (1 << 20, 256)])
-def test_pointer_chain_is_one_cycle_through_every_node(footprint, stride):
-    nxt, start = machine.pointer_chain(footprint, stride, seed=3)
+@pytest.mark.parametrize("footprint, stride, wide", [(4096, 128, False), (4 * 1024, 4, False), (1 << 20, 256, False),
+                                                     (1 << 20, 1024, True)])
+def test_pointer_chain_is_one_cycle_through_every_node(footprint, stride, wide):
+    nxt, start = machine.pointer_chain(footprint, stride, seed=3, wide=wide)
     nodes = footprint // stride
-    assert nxt.numel() * 4 == footprint
+    assert nxt.numel() * nxt.element_size() == footprint
     seen, j = set(), start
     for _ in range(nodes):
-        assert j % (stride // 4) == 0 and j not in seen
+        assert j % (stride // nxt.element_size()) == 0 and j not in seen
         seen.add(j)
         j = int(nxt[j])
     assert j == start and len(seen) == nodes
