@@ -10,12 +10,13 @@ operands fail (their rounding alone is 2^-9 or 2^-12 of each product).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from . import contract
+from . import contract, shapes
 
 EPS32 = float(np.finfo(np.float32).eps)
 POISON_MASK = -1  # all bits set: an unwritten mask word shows (bits past N must be 0)
@@ -63,8 +64,10 @@ class Mismatch:
 
     def describe(self, shape) -> str:
         dims = "x".join(map(str, shape))
-        lines = [f"{self.output}: {self.n_wrong} of {self.n_total} elements wrong at shape {dims}"
-                 + (f" ({self.n_unwritten} never written: still the NaN poison)" if self.n_unwritten else "")
+        what, poison = ("words", f"the poison 0x{POISON_MASK & 0xFFFFFFFF:08X}, not NaN: a mask holds integers") \
+            if contract.is_mask(self.output) else ("elements", "the NaN poison")
+        lines = [f"{self.output}: {self.n_wrong} of {self.n_total} {what} wrong at shape {dims}"
+                 + (f" ({self.n_unwritten} never written: still {poison})" if self.n_unwritten else "")
                  + (f" ({self.n_oob_read} computed from values read outside the inputs)" if self.n_oob_read else "")]
         for idx, got, exp in self.examples:
             lines.append(f"  {self.output}{list(idx)}: got {_fmt(got)}, expected {_fmt(exp)}")
@@ -104,8 +107,20 @@ def gemm_tolerance(abs_product: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def make_case(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> Case:
-    """Fresh random inputs and their float64 reference."""
-    return make_case_from(exercise, shape, random_inputs(exercise, shape, gen))
+    """Fresh random inputs and their float64 reference. For relu_mask the inputs include the mask
+    relu_backward is given: one the grader made (random bits, 0 past column N), not the one
+    relu_forward wrote, so a backward that ignores its mask (recomputing X > 0 from a pointer kept
+    since forward) fails; the worker reads forward's outputs before backward runs."""
+    inputs = random_inputs(exercise, shape, gen)
+    if exercise == "relu_mask":
+        inputs["mask"] = random_mask(shape, gen)
+    return make_case_from(exercise, shape, inputs)
+
+
+def random_mask(shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:
+    """A valid mask of random bits for an M x N matrix (about half set; bits past N are 0)."""
+    m, n = shape
+    return pack_mask(torch.rand(m, n, generator=gen, device=gen.device) < 0.5)
 
 
 def make_case_from(exercise: str, shape: tuple[int, ...], inputs: dict[str, torch.Tensor],
@@ -115,8 +130,10 @@ def make_case_from(exercise: str, shape: tuple[int, ...], inputs: dict[str, torc
     if exercise == "relu_mask":
         x, dy = inputs["X"][sel].double(), inputs["dY"][sel].double()
         y = x.clamp_min(0)
+        # backward's mask: the grader's own (make_case), else the one forward writes (timed rounds)
+        keep = unpack_mask(inputs["mask"][sel], shape[1])[:, :shape[1]] if "mask" in inputs else y > 0
         return Case((x.shape[0], shape[1]), inputs,
-                    {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(y > 0, dy, 0.0)})
+                    {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(keep, dy, 0.0)})
     m, n, k = shape
     a64, b64 = inputs["A"][sel].double(), inputs["B"].double()
     c = a64 @ b64
@@ -146,7 +163,7 @@ def pack_mask(bits: torch.Tensor) -> torch.Tensor:
 def unpack_mask(words: torch.Tensor, n: int) -> torch.Tensor:
     """[M, W] int32 words -> [M, W*32] bool."""
     w64 = words.to(torch.int64) & 0xFFFFFFFF
-    bits = (w64.unsqueeze(-1) >> torch.arange(32, dtype=torch.int64)) & 1
+    bits = (w64.unsqueeze(-1) >> torch.arange(32, dtype=torch.int64, device=words.device)) & 1
     return bits.view(words.shape[0], -1).bool()
 
 
@@ -166,19 +183,10 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
             wrong &= ~amb
         if not wrong.any():
             return None
-        note = ""
-        if not wrong[:, :n].any():  # every word was written; only bits past column N are set
-            note = f"Bits past column N must be 0: the last word of each row covers columns up to {n - 1} only."
-            unwritten = 0
-        else:
-            unwritten = (got == POISON_MASK).sum().item()
-            x = case.inputs.get("X")
-            if x is not None and x.shape[0] == wrong.shape[0] and bool((x[wrong[:, :n]] == 0).all()):
-                note = ("The mask is wrong only where X is 0.0 or -0.0: ReLU's mask bit is x > 0, "
-                        "so 0 and -0 give 0 (not x >= 0, not the sign bit).")
         wrong_words = wrong.view(got.shape[0], -1, 32).any(-1)
-        mm = _mismatch(name, wrong_words, got, exp, int(unwritten))
-        mm.note = note
+        unwritten = int((wrong_words & (got == POISON_MASK)).sum())
+        mm = _mismatch(name, wrong_words, got, exp, unwritten)
+        mm.note = _mask_note(case, got, wrong, wrong_words)
         return mm
     poison = oob_read = 0
     if got.dtype == torch.float32:  # our poison, or a plain float('nan') fill; not a computed NaN
@@ -196,7 +204,94 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
         ok |= finite & case.either[name] & ((got64 == 0) | ((got64 - exp).abs() <= case.tolerance[name] * 2))
     if bool(ok.all()):
         return None
-    return _mismatch(name, ~ok, got64, exp, poison, oob_read)
+    mm = _mismatch(name, ~ok, got64, exp, poison, oob_read)
+    if not poison:
+        mm.note = _value_note(case, name, got64, finite)
+    return mm
+
+
+# ---------------------------------------------------------------------------- diagnoses (the ReLU epilogue)
+def _bit_reversed(words: torch.Tensor) -> torch.Tensor:
+    """Each 32-bit word with its bit order reversed (bit 0 <-> bit 31)."""
+    w = words.to(torch.int64) & 0xFFFFFFFF
+    out = torch.zeros_like(w)
+    for b in range(32):
+        out |= ((w >> b) & 1) << (31 - b)
+    return torch.where(out >= 2**31, out - 2**32, out).to(torch.int32)
+
+
+def _pre_activation(case: Case, bias: str = "col") -> torch.Tensor | None:
+    """gemm_relu's A.B (+ bias added per column, per row, or not at all), float64; None elsewhere."""
+    if not {"A", "B", "bias"} <= set(case.inputs):
+        return None
+    pre = case.inputs["A"].double() @ case.inputs["B"].double()
+    b = case.inputs["bias"].double()
+    if bias == "col":
+        pre = pre + b
+    elif bias == "row":
+        if pre.shape[0] > b.shape[0]:
+            return None
+        pre = pre + b[:pre.shape[0], None]
+    return pre
+
+
+def _mask_note(case: Case, got: torch.Tensor, wrong: torch.Tensor, wrong_words: torch.Tensor) -> str:
+    """Why a mask is wrong, when the pattern says so (else "")."""
+    n = case.shape[1]
+    exp = case.expected["mask"]
+    poison = f"0x{POISON_MASK & 0xFFFFFFFF:08X}"
+    written = got != POISON_MASK
+    if not wrong[:, :n].any():  # every word was written; only bits past column N are set
+        return f"Bits past column N must be 0: the last word of each row covers columns up to {n - 1} only."
+    got_bits = unpack_mask(got, n)[:, :n]
+    if bool(got_bits.all()) and not bool(unpack_mask(exp, n)[:, :n].all()):
+        return (f"Every mask bit is set: either the words were never written (the mask's poison is {poison}, all "
+                "ones, not NaN: a mask holds integers), or the test is Y >= 0; the bit is Y > 0, and after the "
+                "ReLU every value is >= 0, so >= sets them all.")
+    if bool(written.any()) and torch.equal(_bit_reversed(got)[written], exp[written]) and n > 1:
+        return ("The mask's bit order is reversed: column j is bit j % 32 of word j / 32, counted from the least "
+                "significant bit (bit 0 = the first column of the word = lane 0 of __ballot_sync), not bit 31 - j % 32.")
+    x = case.inputs.get("X")
+    if x is not None and x.shape[0] == wrong.shape[0] and bool((x[wrong[:, :n]] == 0).all()):
+        return ("The mask is wrong only where X is 0.0 or -0.0: ReLU's mask bit is x > 0, "
+                "so 0 and -0 give 0 (not x >= 0, not the sign bit).")
+    no_bias = _pre_activation(case, bias="none")
+    if no_bias is not None and bool(written.all()):
+        if torch.equal(got, pack_mask(no_bias > 0)):
+            return ("The mask is that of A.B without the bias: the bit is (A.B + bias)[i][j] > 0, with bias[j] "
+                    "added before the test.")
+    rows = wrong_words.any(dim=1).nonzero().flatten()
+    if len(rows) and int(rows[0]) > 0 and bool((got[wrong_words] == 0).all()) and bool(written.all()):
+        return ("Whole mask words were overwritten with 0, never in the first row: a warp whose word index is W "
+                "or more (W = ceil(N / 32) words per row) stored into the next row's first words. Store only "
+                "when word < W.")
+    return ""
+
+
+def _value_note(case: Case, name: str, got64: torch.Tensor, finite: torch.Tensor) -> str:
+    """Why Y, dX or gemm_relu's C is wrong, when the pattern says so (else "")."""
+    def close(ref: torch.Tensor) -> bool:
+        tol = case.tolerance.get(name)
+        return bool(finite.all()) and bool(((got64 - ref).abs() <= (tol * 2 if tol is not None else 0)).all())
+
+    if name == "C" and "bias" in case.inputs:
+        pre = _pre_activation(case)
+        if close(_pre_activation(case, "none").clamp_min(0)):
+            return "C is relu(A.B) without the bias: add bias[col] to every row before the ReLU."
+        row = _pre_activation(case, "row")
+        if row is not None and close(row.clamp_min(0)):
+            return "The bias is added by row: bias has N entries, one per column; add bias[col], not bias[row]."
+        if close(pre):
+            return "C is A.B + bias without the ReLU: store max(value, 0)."
+    if name == "Y" and "X" in case.inputs and close(case.inputs["X"].double()):
+        return "Y equals X: the ReLU is missing (Y = max(X, 0))."
+    if name == "dX" and "mask" in case.inputs:
+        dy, n = case.inputs["dY"].double(), case.shape[1]
+        reversed_order = torch.where(unpack_mask(_bit_reversed(case.inputs["mask"]), n)[:, :n], dy, 0.0)
+        if close(reversed_order) and not close(torch.zeros_like(dy)):  # not merely all zero
+            return ("relu_backward reads the mask's bits in reverse order: column j is bit j % 32 of word j / 32, "
+                    "counted from the least significant bit.")
+    return ""
 
 
 def _mismatch(name, wrong: torch.Tensor, got, exp, unwritten: int, oob_read: int = 0) -> Mismatch:
@@ -207,28 +302,89 @@ def _mismatch(name, wrong: torch.Tensor, got, exp, unwritten: int, oob_read: int
     return Mismatch(name, int(wrong.sum()), wrong.numel(), unwritten, examples, rows, cols, oob_read)
 
 
-def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]]) -> str:
-    """One hint for a learner, from the pattern of what went wrong across shapes."""
+def separating_condition(failed: list[tuple[int, ...]], passed: list[tuple[int, ...]]) -> str:
+    """A simple condition on one dimension that holds at every failed shape and at no passed one
+    ("K > 97", "N is a multiple of 32", "M is not a multiple of 8"), or ""."""
+    failed, passed = sorted(set(map(tuple, failed))), sorted(set(map(tuple, passed)))
+    if len(passed) < 3 or not failed:  # too few shapes right for a pattern to mean anything
+        return ""
+    for i, name in enumerate(shapes.dim_names(failed[0])):
+        for m in reversed(shapes.MODULI):  # the largest modulus that tells them apart says the most
+            if all(s[i] % m == 0 for s in failed) and all(s[i] % m for s in passed):
+                return f"{name} is a multiple of {m}"
+        for m in shapes.MODULI:
+            if all(s[i] % m for s in failed) and all(s[i] % m == 0 for s in passed):
+                return f"{name} is not a multiple of {m}"
+        if min(s[i] for s in failed) > max(s[i] for s in passed):
+            return f"{name} > {max(s[i] for s in passed)}"
+    return ""
+
+
+def error_hint(error: str, shape) -> str:
+    """A hint for a launch that failed outright: a write outside an output, a misaligned vector access."""
+    where = shapes.alignment(shape)
+    at = f" At {'x'.join(map(str, shape))}, {where}: a path chosen for aligned sizes must check the others." \
+        if where else ""
+    if m := re.search(r"wrote (?:past the end|before the start) of (\w+)", error):
+        buf = m.group(1)
+        if contract.is_mask(buf):
+            return ("A store outside the mask: each row has W = ceil(N / 32) words, so a warp whose word index is W "
+                    "or more (all its columns past N) must not store (word < W), nor any row >= M." + at)
+        if buf in ("Y", "dX"):
+            return ("An out-of-bounds write: every store of Y and dX needs row < M and col < N (or, flattened, "
+                    "i < M * N), in every path, including one for aligned sizes whose last block runs past the end."
+                    + at)
+        return ("An out-of-bounds write: the bounds test must keep every thread whose row or column lies "
+                "outside the matrix from storing (row < M, col < N)." + at)
+    if "misaligned address" in error:
+        return ("A vector access (float2/float4) needs an address aligned to its size: a row of a row-major "
+                "matrix starts 16-byte aligned only when its length is a multiple of 4 (rows of A: K % 4 == 0; "
+                "of B, C, X: N % 4 == 0). Test the dimension that sets the row length." + at)
+    return ""
+
+
+def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]],
+         exercise: str = "") -> str:
+    """One hint for a learner, from the pattern of what went wrong across shapes (every wrong
+    output of every wrong input in `mismatches`), in the terms of the exercise."""
     if not mismatches:
         return ""
     shape, mm = mismatches[0]
-    note = next((m.note for _, m in mismatches if m.note), "")
-    if note:
-        return note
+    outputs = {m.output for _, m in mismatches}
+    forward = [m for _, m in mismatches if m.output in ("Y", "mask")]
+    if exercise == "relu_mask" and forward and all(m.n_unwritten == m.n_total for m in forward) \
+            and "dX" in outputs:
+        return ("relu_forward wrote nothing: its Y and mask are read as soon as it returns, before relu_backward "
+                "runs, so forward must launch its own kernel and write both.")
+    notes = [m.note for _, m in mismatches if m.note]
+    if notes:  # the diagnosis most inputs agree on (one odd shape must not decide)
+        return max(notes, key=notes.count)
+    if exercise == "relu_mask" and outputs == {"dX"}:
+        return ("relu_forward is right, relu_backward is not: dX[i][j] = dY[i][j] where bit j % 32 of "
+                "mask[i][j / 32] is 1, else 0, from the mask it is given. The grader gives backward a mask of its "
+                "own, with X and Y poisoned by then: a backward that recomputes X > 0 (a pointer kept since forward) "
+                "fails.")
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
-    square_ok = any(len(set(s)) == 1 for s in passed_shapes)
-    if square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
+    square_ok = passed_shapes and all(len(set(s)) == 1 for s in passed_shapes)
+    if len(shape) == 3 and square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
         return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
                 "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]). (Notebook: the exercise's hint 1.)")
+    split = separating_condition([s for s, _ in mismatches], passed_shapes)
+    if split:
+        return (f"Wrong exactly at the shapes where {split}, right at all the others: look at what your code "
+                "does differently there (a special path for aligned sizes, a fixed-size array, a loop bound).")
     if any(m.n_oob_read for _, m in mismatches):
-        return ("Some results were computed from values read outside A or B (the grader surrounds each "
+        named = {"relu_mask": "X or dY", "gemm_relu": "A, B or bias"}.get(exercise, "A or B")
+        return (f"Some results were computed from values read outside {named} (the grader surrounds each "
                 "input with marker values): a load reads past the matrix. Check the bounds test on every "
                 "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)")
     partial = next(((s, m) for s, m in mismatches if 0 < m.n_unwritten < m.n_total), None)
     if partial:
-        return ("Some elements were never written: round the grid up (ceil-divide the sizes by the "
+        what = (f"mask words were never written (still 0x{POISON_MASK & 0xFFFFFFFF:08X}, the mask's poison; not "
+                "NaN)") if contract.is_mask(partial[1].output) else "elements were never written (still NaN)"
+        return (f"Some {what}: round the grid up (ceil-divide the sizes by the "
                 "block size) and check that the bounds test does not skip valid elements. (Notebook: the exercise's hint 2.)")
     if all(m.n_unwritten == m.n_total for _, m in mismatches):
         return ("Nothing was written: does the launcher launch the kernel (on the given stream), "
@@ -240,7 +396,7 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
         return ("Wrong even with K = 1 (a single product), where the result is 0: does the loop over k "
                 "run over all K terms (for k = 0; k < K)?")
     rel = [abs(g - e) / max(abs(e), 1e-30) for _, g, e in mm.examples if isinstance(g, float)]
-    if rel and max(rel) < 3e-2 and mm.n_unwritten == 0:
+    if rel and max(rel) < 3e-2 and mm.n_unwritten == 0 and not contract.is_mask(mm.output):
         return ("The results are close but not close enough for float32 (relative error about "
                 f"{max(rel):.0e}): is something rounded to half, bfloat16 or TF32, or accumulated in reduced "
                 "precision? Accumulate in float32.")
@@ -249,5 +405,15 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     if (tail_rows and len(mm.rows_wrong) < rows_total) or (tail_cols and len(mm.cols_wrong) < cols_total):
         return ("Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
                 "(load zeros for elements outside the matrix). (Notebook: the exercise's hint 2, the edges.)")
+    mask_rule = ("bit j % 32 of mask[i][j / 32] (counted from the least significant bit) is 1 exactly when {} > 0; "
+                 "W = ceil(N / 32) words per row; bits past column N are 0")
+    if exercise == "relu_mask":
+        return ("Compare with the contract, all row-major: Y[i][j] = max(X[i][j], 0); " + mask_rule.format("Y[i][j]")
+                + "; relu_backward: dX[i][j] = that bit of the mask it is given ? dY[i][j] : 0.")
+    if exercise == "gemm_relu" and outputs == {"mask"}:
+        return "C is right, the mask is not: " + mask_rule.format("C[i][j]") + "."
+    if exercise == "gemm_relu":
+        return ("Compare with the spec: C[row][col] = max(sum_k A[row][k] * B[k][col] + bias[col], 0), row-major, "
+                "A is MxK, B is KxN, bias has N entries.")
     return ("Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
             "row-major, A is MxK and B is KxN. (Notebook: the exercise's hint 1.)")

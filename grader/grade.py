@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import binding, checks, contract, exercises, forbidden, host, profile, sandbox, submissions, toolchain
+from . import binding, checks, contract, exercises, forbidden, host, profile, sandbox, shapes, submissions, toolchain
 from .errors import CannotGrade, CompileError, GraderError, SubmissionError
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
@@ -46,6 +46,7 @@ class Result:
     calibration: str = ""              # where the threshold comes from (GPU only): grader.calibration
     evidence: str = "correctness only"  # what a pass rests on: "timed on GPU", "access counts (CPU, no timing)"
     profile: dict | None = None        # the access profile (grader.profile), counted on the CPU backend
+    seed: int | None = None            # the test inputs' and drawn shapes' seed (`check --seed` reproduces them)
 
     def as_dict(self) -> dict:
         """The same fields as `python -m grader check --json`."""
@@ -109,10 +110,13 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         return res
     res.compiled = True
 
-    gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(63))
-    shapes = ex.shapes if backend == "cuda" else ex.cpu_shapes
-    # two fresh inputs per shape: a kernel that replays an earlier answer fails
-    cases = [checks.make_case(exercise, s, gen) for s in shapes for _ in range(2)]
+    res.seed = seed = seed if seed is not None else secrets.randbits(63)
+    gen = torch.Generator().manual_seed(seed)
+    fixed = ex.shapes if backend == "cuda" else ex.cpu_shapes
+    # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
+    # per shape drawn from the seed (grader.shapes: every dimension aligned in turn, the others odd)
+    cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
+    cases += [checks.make_case(exercise, s, gen) for s in shapes.draw(len(fixed[0]), seed)]
     request = {"lib": str(build.path), "exercise": exercise, "backend": backend,
                "schedules": SCHEDULES_CPU if backend == "cpu" else [0]}
     if backend == "cpu" and ex.access and not on_host:  # one more checked case, at the profile shape, counted
@@ -150,6 +154,9 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
         _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout,
                            timeout or sandbox.RUN_TIMEOUT_S)
+    if not res.correct and res.shapes:
+        res.message += (f"\n(Inputs and the shapes drawn for this run come from seed {seed}: "
+                        f"`python -m grader check {exercise} FILE --seed {seed}` draws the same ones.)")
     if res.correct and timed:
         _verdict_speed(res, ex, run)
         res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU
@@ -254,7 +261,7 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
     for meta, arrays in run.messages:
         if "case" in meta:
             by_case.setdefault(meta["case"], []).append((meta, arrays))
-    mismatches, passed_shapes = [], []
+    mismatches, passed_shapes, n_wrong_inputs = [], [], 0
     seen: dict[tuple, list] = {}  # shape -> (output, was right) so far: a replayed answer shows
     unstable = False
     for i, case in enumerate(cases):
@@ -270,9 +277,7 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         if errors:
             res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"
-            if "wrote past the end" in errors[0] or "wrote before the start" in errors[0]:
-                res.hint = ("An out-of-bounds write: the bounds test must keep every thread whose row "
-                            "or column lies outside the matrix from storing (row < M, col < N).")
+            res.hint = checks.error_hint(errors[0], case.shape)
             return
         tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items()
                            if h != case.digests[k]})
@@ -309,15 +314,16 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         if problems and varies:
             unstable = True
         if problems:
-            mismatches.append((case.shape, problems[0]))
+            mismatches += [(case.shape, p) for p in problems]  # every wrong output: hints read them all
+            n_wrong_inputs += 1
             res.shapes.append(ShapeResult(list(case.shape), False, problems[0].describe(case.shape)))
         else:
             passed_shapes.append(case.shape)
             res.shapes.append(ShapeResult(list(case.shape), True))
     if mismatches:
-        res.message = f"wrong results on {len(mismatches)} of {len(cases)} inputs.\n" + \
+        res.message = f"wrong results on {n_wrong_inputs} of {len(cases)} inputs.\n" + \
             mismatches[0][1].describe(mismatches[0][0])
-        res.hint = checks.hint(mismatches, passed_shapes)
+        res.hint = checks.hint(mismatches, passed_shapes, res.exercise)
         if unstable:
             res.hint += (" The result also changes from run to run with the same input: a race, or reads "
                          "outside the matrices (an index past the end reads whatever lies there).")

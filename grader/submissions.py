@@ -232,7 +232,26 @@ def read(source_or_path, exercise: str) -> tuple[str, str]:
     text = str(source_or_path)
     if "\n" not in text and text.lower().endswith(".ipynb") and Path(text).is_file():
         return notebook_source(Path(text), exercise), kernel_filename(Path(text))
-    return read_source(source_or_path)  # a missing notebook, too, is "no such file"
+    source, filename = read_source(source_or_path)  # a missing notebook, too, is "no such file"
+    cell = _running_kernel_cell(source, exercise) if "\n" in text else None
+    return (cell.as_graded, "kernel cell") if cell else (source, filename)
+
+
+def _running_kernel_cell(source: str, exercise: str) -> KernelCell | None:
+    """In a notebook, grader.check(EXERCISE, SOURCE) is given the string only: find the kernel
+    cell it came from in IPython's input history (the latest `# kernel: EXERCISE` cell whose
+    literal is this text), so that messages give that cell's line numbers. None elsewhere."""
+    import sys
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    history = getattr(shell, "user_ns", {}).get("In", []) if shell is not None else []
+    for src in reversed(history[-500:] if isinstance(history, list) else []):
+        lines = str(src).splitlines()
+        if lines and (m := PY_MARKER.match(lines[0].strip())) and m.group(1) == exercise:
+            cell = _literal_cell(exercise, str(src))
+            if isinstance(cell, KernelCell) and cell.source.lstrip("\ufeff") == source:
+                return cell
+    return None
 
 
 def _read(path: Path, exercise: str) -> Submission:

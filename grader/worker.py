@@ -102,28 +102,49 @@ def digest(t: torch.Tensor) -> str:
 
 def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
              digests: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
-    """Call every launcher of the exercise once; later launchers may read earlier outputs
-    (relu_backward reads the mask relu_forward wrote). If `digests` is given, it receives
-    the hash of every input as it is after the calls (a kernel that writes its inputs shows)."""
+    """Call every launcher of the exercise once, in order, and return their outputs.
+
+    Each launcher's outputs are read as soon as it has run, so a later launcher cannot do an
+    earlier one's work (a relu_forward that leaves everything to relu_backward fails). Before the
+    next launcher runs, every buffer it is not given is poisoned: the earlier launchers' outputs
+    and the inputs only they take (relu_backward then runs with X and Y poisoned, on the mask the
+    grader made, inputs["mask"], not on forward's). A launcher's input missing from `inputs` is an
+    earlier launcher's output (relu_backward reads forward's mask). If `digests` is given, it
+    receives the hash of every input as it is after the last launcher that takes it (a kernel
+    that writes its inputs shows)."""
     dims = _dims(mod.exercise, shape)
+    launchers = contract.LAUNCHERS[mod.exercise]
     guarded = {k: _guarded(list(v.shape), v.dtype, mod.device, v) for k, v in inputs.items()}
-    values = {k: t for k, (t, _) in guarded.items()}
-    for launcher in contract.LAUNCHERS[mod.exercise]:
+    produced: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    results: dict[str, torch.Tensor] = {}
+    hashes: dict[str, str] = {}
+    for i, launcher in enumerate(launchers):
         outs = _alloc_outputs(launcher, dims, mod.device)
-        names = contract.outputs(launcher)
-        args = [values[n] for n in contract.inputs(launcher)]
+        args = [(guarded.get(n) or produced[n])[0] for n in contract.inputs(launcher)]
         getattr(mod.launch, launcher.name)(*args, *[t for t, _ in outs])
         mod.check_error(launcher.name, synchronize=True)
-        for n, (t, base) in zip(names, outs):
-            if n not in values:  # first writer wins: relu_backward's mask is an input
-                values[n], guarded[n] = t, (t, base)
-    for name, (t, base) in guarded.items():
-        problem = _damage(name, base, t.numel(), name in inputs)
-        if problem:
-            raise KernelError(problem)
+        for n, (t, base) in zip(contract.outputs(launcher), outs):
+            results[n] = t.detach().cpu().clone()  # read now: nothing later may change what counts
+            produced.setdefault(n, (t, base))
+        later = {n for l in launchers[i + 1:] for n in contract.inputs(l)}
+        for n, (t, _) in guarded.items():
+            if n not in later and n not in hashes:
+                hashes[n] = digest(t)
+                if later:
+                    t.view(torch.int32).fill_(_poison_word(t.dtype))
+        for n, (t, _) in produced.items():
+            if later and (n not in later or n in guarded):
+                t.view(torch.int32).fill_(_poison_word(t.dtype))
+    if mod.backend == "cuda":
+        torch.cuda.synchronize()
+    for is_input, buffers in ((True, guarded), (False, produced)):
+        for name, (t, base) in buffers.items():
+            problem = _damage(name, base, t.numel(), is_input)
+            if problem:
+                raise KernelError(problem)
     if digests is not None:
-        digests.update({k: digest(values[k]) for k in inputs})
-    return {n: values[n].cpu() for l in contract.LAUNCHERS[mod.exercise] for n in contract.outputs(l)}
+        digests.update(hashes)
+    return results
 
 
 class FreshRounds:

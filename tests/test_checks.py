@@ -106,3 +106,93 @@ def test_relu_mask_bits_past_n_are_named_not_called_unwritten():
     words = checks.pack_mask(c.inputs["X"] > 0) | torch.tensor(1 << 31, dtype=torch.int64).to(torch.int32)
     mm = checks.compare(c, "mask", words)
     assert mm is not None and mm.n_unwritten == 0 and "past column N" in checks.hint([((3, 31), mm)], [])
+
+
+# ---------------------------------------------------------------------------- ReLU and epilogue hints
+def _relu_outputs(c):
+    x = c.inputs["X"]
+    keep = checks.unpack_mask(c.inputs["mask"], c.shape[1])[:, :c.shape[1]]
+    return {"Y": x.clamp_min(0), "mask": checks.pack_mask(x > 0), "dX": torch.where(keep, c.inputs["dY"], 0.0)}
+
+
+def _hint(c, outs, exercise):
+    mms = [(c.shape, m) for n, o in outs.items() if (m := checks.compare(c, n, o))]
+    return mms, checks.hint(mms, [], exercise)
+
+
+def test_relu_backward_is_checked_against_the_graders_own_mask():
+    c = _case("relu_mask", (6, 70))
+    outs = _relu_outputs(c)
+    assert all(checks.compare(c, n, o) is None for n, o in outs.items())
+    # a backward that uses X > 0 (forward's mask) instead of the mask it was given fails, and is told so
+    outs["dX"] = torch.where(c.inputs["X"] > 0, c.inputs["dY"], 0.0)
+    mms, h = _hint(c, outs, "relu_mask")
+    assert [m.output for _, m in mms] == ["dX"] and "mask it is given" in h
+
+
+def test_relu_forward_that_writes_nothing_is_named():
+    c = _case("relu_mask", (6, 70))
+    outs = _relu_outputs(c)
+    outs["Y"] = checks.poison_float32((6, 70))
+    outs["mask"] = torch.full_like(outs["mask"], checks.POISON_MASK)
+    outs["dX"] = torch.zeros(6, 70)
+    mms, h = _hint(c, outs, "relu_mask")
+    assert "relu_forward wrote nothing" in h
+    mask_mm = next(m for _, m in mms if m.output == "mask")
+    assert "0xFFFFFFFF, not NaN" in mask_mm.describe(c.shape) and "words wrong" in mask_mm.describe(c.shape)
+
+
+def test_mask_bit_order_reversed_is_named_in_forward_and_backward():
+    c = _case("relu_mask", (5, 70))
+    outs = _relu_outputs(c)
+    rev = dict(outs, mask=checks._bit_reversed(outs["mask"]))
+    assert "bit order is reversed" in _hint(c, rev, "relu_mask")[1]
+    n = c.shape[1]
+    rev_bits = checks.unpack_mask(checks._bit_reversed(c.inputs["mask"]), n)[:, :n]
+    back = dict(outs, dX=torch.where(rev_bits, c.inputs["dY"], 0.0))
+    assert "reverse order" in _hint(c, back, "relu_mask")[1]
+
+
+def test_mask_of_y_ge_0_sets_every_bit_and_says_so():
+    c = _case("relu_mask", (5, 64))
+    outs = dict(_relu_outputs(c), mask=checks.pack_mask(torch.ones(5, 64, dtype=torch.bool)))
+    assert "Y > 0" in _hint(c, outs, "relu_mask")[1] and "never written" in _hint(c, outs, "relu_mask")[1]
+
+
+def test_missing_word_guard_zeroes_the_next_rows_first_word():
+    c = _case("relu_mask", (5, 40))  # W = 2: a grid of 8 warps per row stores 6 words too many
+    outs = _relu_outputs(c)
+    outs["mask"] = outs["mask"].clone()
+    outs["mask"][1:, 0] = 0  # what the warps past W of the row before stored
+    assert bool((_relu_outputs(c)["mask"][1:, 0] != 0).any())  # so some words are wrong
+    assert "word < W" in _hint(c, outs, "relu_mask")[1]
+    assert "word < W" in checks.error_hint("wrote past the end of mask: 6 element(s) in the 1024 after it", (5, 40))
+
+
+def test_gemm_relu_missing_bias_bias_by_row_and_missing_relu_are_named():
+    c = _case("gemm_relu", (9, 40, 17))
+    a, b, bias = (c.inputs[k] for k in ("A", "B", "bias"))
+    good = (a @ b + bias).relu()
+    assert checks.compare(c, "C", good) is None
+    no_bias = (a @ b).relu()
+    mms, h = _hint(c, {"C": no_bias, "mask": checks.pack_mask(no_bias > 0)}, "gemm_relu")
+    assert "without the bias" in h and all(m.note for _, m in mms)
+    by_row = (a @ b + bias[:9, None]).relu()
+    assert "by row" in _hint(c, {"C": by_row}, "gemm_relu")[1]
+    assert "without the ReLU" in _hint(c, {"C": a @ b + bias}, "gemm_relu")[1]
+
+
+def test_fallback_hints_are_the_exercises_own():
+    c = _case("relu_mask", (5, 40))
+    outs = dict(_relu_outputs(c), Y=torch.randn(5, 40))
+    assert "Y[i][j] = max(X[i][j], 0)" in _hint(c, outs, "relu_mask")[1]
+    c = _case("gemm_relu", (9, 40, 17))
+    assert "bias[col]" in _hint(c, {"C": torch.randn(9, 40)}, "gemm_relu")[1]
+
+
+def test_separating_condition_names_the_dimension():
+    passed = [(17, 33, 65), (131, 9, 97), (64, 64, 64), (5, 7, 96)]
+    assert checks.separating_condition([(13, 8, 225), (7, 3, 256)], passed) == "K > 97"
+    assert checks.separating_condition([(41, 59, 32), (9, 9, 64)], [(17, 33, 65), (131, 9, 97), (3, 5, 7)]) \
+        == "K is a multiple of 32"
+    assert checks.separating_condition([(41, 59, 32)], [(1, 1, 1)]) == ""  # too little to go on

@@ -27,7 +27,7 @@ KERNELS = ROOT / "kernels"
 BACKEND = "cuda" if HAS_GPU else "cpu"
 HANG_TIMEOUT_S = 6.0
 
-# file -> (compiled, correct, passed, message regex), on the CPU backend. Exercise: naive.
+# file -> (compiled, correct, passed, message regex), on the CPU backend. Exercise: naive unless SUB_EXERCISE says otherwise.
 CPU_EXPECT = {
     "good_naive.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
     "good_reversed_k.cu": (True, True, True, r"^correct on every shape"),
@@ -54,10 +54,30 @@ CPU_EXPECT = {
     "forbidden_dlopen.cu": (False, False, False, r"^forbidden: .*\n.*:4: dlopen: loading libraries"),
     "empty.cu": (False, False, False, r"^empty\.cu is empty"),
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
+    # bugs only the shapes drawn from the seed meet (grader.shapes); the seed is in the message
+    "fast_path_k32.cu": (True, False, False, r"(wrote past the end of C|crashed|out-of-bounds)(.|\n)*--seed 1234"),
+    "float4_a_checks_n.cu": (True, False, False, r"misaligned address(.|\n)*--seed 1234"),
+    "row_cache_128.cu": (True, False, False,  # first wrong at a K > 128
+                         r"^wrong results on \d+ of \d+ inputs.\nC: .* at shape \d+x\d+x(1[3-9]\d|[2-9]\d\d|\d{4})\b"),
+    "relu_flat_no_tail.cu": (True, False, False, r"wrote past the end of (Y|dX|mask)"),
+    # the relu_mask contract: forward's outputs are read before backward runs, and backward gets
+    # a mask the grader made, with X and Y poisoned
+    "relu_lazy_forward.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs.\nY: .*never written"),
+    "relu_backward_ignores_mask.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\ndX: "),
+    # ReLU and epilogue mistakes: hints of their own (HINTS)
+    "relu_bit_order.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\nmask: \d+ of \d+ words wrong"),
+    "relu_mask_ge.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\nmask: "),
+    "relu_no_word_guard.cu": (True, False, False, r"wrote past the end of mask|words wrong"),
+    "gemm_relu_no_bias.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs.\nC: "),
 }
+# exercise of each submission (default naive)
+SUB_EXERCISE = {"relu_flat_no_tail.cu": "relu_mask", "relu_lazy_forward.cu": "relu_mask",
+                "relu_backward_ignores_mask.cu": "relu_mask", "relu_bit_order.cu": "relu_mask",
+                "relu_mask_ge.cu": "relu_mask", "relu_no_word_guard.cu": "relu_mask",
+                "gemm_relu_no_bias.cu": "gemm_relu"}
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
 GPU_ANY_FAILURE = {"missing_barrier.cu", "missing_bounds.cu", "oob_write.cu", "wrong_index.cu",
-                   "oob_read.cu"}  # a GPU's NaN loses the marker payload: plain "wrong results" there
+                   "oob_read.cu", "fast_path_k32.cu"}  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
 GPU_UNDEFINED = {"divergent_barrier.cu"}
@@ -69,6 +89,15 @@ HINTS = {  # file -> regex on the hint (either backend)
     "result_replay.cu": r"Do not keep results between calls",
     "input_tampering.cu": r"Only the output",
     "past_end_write.cu": r"out-of-bounds write",
+    "float4_a_checks_n.cu": r"K % 4 == 0",
+    "row_cache_128.cu": r"shapes where K > \d+",
+    "relu_flat_no_tail.cu": r"Y and dX .*N is a multiple of (32|128); M is not",
+    "relu_lazy_forward.cu": r"relu_forward wrote nothing",
+    "relu_backward_ignores_mask.cu": r"relu_backward .*mask it is given",
+    "relu_bit_order.cu": r"bit order is reversed",
+    "relu_mask_ge.cu": r"Every mask bit is set|x > 0",
+    "relu_no_word_guard.cu": r"word < W",
+    "gemm_relu_no_bias.cu": r"without the bias",
 }
 
 # kernels/ file -> exercise (05_* are GEMMs with the `gemm` launcher)
@@ -78,7 +107,9 @@ KERNEL_EXERCISE = {
     "04a_register_1d.cu": "register_blocked", "04_register_blocked.cu": "register_blocked",
     "06_relu_mask.cu": "relu_mask", "07_gemm_relu.cu": "gemm_relu",
 }
-KERNEL_FILES = sorted(p.name for p in KERNELS.glob("*.cu"))
+# kernels/ files that are exercises' kernels (00_machine.cu holds notebook 00's probes, no launcher of the contract)
+KERNEL_FILES = sorted(p.name for p in KERNELS.glob("*.cu")
+                      if re.search(r'extern "C" void (gemm|relu_forward|gemm_relu)\(', p.read_text()))
 # correct, but on the CPU backend they miss their exercise's access bound (grader/exercises.py ACCESS_BOUNDS),
 # as on a GPU they miss its threshold: uncoalesced, 32-way bank conflicts, 1-D blocking (1.1 shared loads per FMA)
 CPU_ACCESS_MISS = {"01a_naive_uncoalesced.cu": "sectors_per_request_ld",
@@ -98,8 +129,8 @@ def _grade(job):
 
 @pytest.fixture(scope="module")
 def verdicts():
-    jobs = {f"sub/{name}": ("naive", SUBS / name, HANG_TIMEOUT_S if name == "hang.cu" else None)
-            for name in CPU_EXPECT}
+    jobs = {f"sub/{name}": (SUB_EXERCISE.get(name, "naive"), SUBS / name,
+                            HANG_TIMEOUT_S if name == "hang.cu" else None) for name in CPU_EXPECT}
     jobs |= {f"ref/{name}": (_kernel_exercise(name), KERNELS / name, None) for name in KERNEL_FILES}
     # the hang first: it waits for its time-out while the others run
     order = sorted(jobs, key=lambda k: k != "sub/hang.cu")

@@ -81,3 +81,18 @@ def test_messages_give_the_kernel_cells_line_numbers(tmp_path):
     cell = ("# kernel: naive\nSOURCE = r'''\n#include <cuda_runtime.h>\n\nint f() { return undefined_name; }\n'''\n")
     r = grade.grade("naive", str(_nb(tmp_path, cell)), backend="cpu")
     assert not r.compiled and "lab.ipynb (kernel cell):5" in r.message, r.message
+
+
+def test_in_a_notebook_check_of_source_gives_the_kernel_cells_lines(monkeypatch):
+    """grader.check("tiled", SOURCE) in a notebook: the cell that set SOURCE is found in IPython's
+    input history, so the lines are the cell's; outside IPython the text's own lines."""
+    import sys
+    import types
+    cell = f"# kernel: tiled\n# notes\nSOURCE = r'''\n{GOOD}'''"
+    literal = "\n" + GOOD
+    assert read(literal, "tiled") == (literal, "cell.cu")
+    shell = types.SimpleNamespace(user_ns={"In": ["", "import grader", cell, "grader.check('tiled', SOURCE)"]})
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    source, name = read(literal, "tiled")
+    assert name == "kernel cell" and source.splitlines()[3] == cell.splitlines()[3] == "#include <cuda_runtime.h>"
+    assert read(literal + "// edited since\n", "tiled")[1] == "cell.cu"  # not the text of any kernel cell

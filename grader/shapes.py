@@ -1,0 +1,106 @@
+"""Shapes drawn afresh for every grade from its seed, on top of an exercise's fixed shapes.
+
+A kernel with a special path for aligned sizes passes fixed shapes whenever none of them meets
+the path's blind spot: a fast path taken when K % 32 == 0 that skips the M/N bounds checks
+(every fixed shape with K % 32 == 0 had M and N multiples of 32), float4 loads of A enabled by
+testing N % 4 instead of K % 4, a ReLU path for N % 32 == 0 without a tail check, a row of A
+cached in float[128]. So each grade also draws, from its seed:
+
+  for every dimension d (M, N, K; for relu_mask M, N) and every m in MODULI, one shape in which
+  d is a multiple of m but not of 2m (for m = 128: 128, 256 or 384) and every other dimension
+  is odd.
+
+Across the set each dimension then has both zero and non-zero residues mod 4, 8, 32 and 128,
+independently of the others: wherever one dimension is aligned, the others are as unaligned as
+they can be, which is where such a path goes wrong. K's multiple of 128 is 256 or 384, so K >
+128 on every backend. The values inside these classes are random, and kept small enough for
+the CPU backend by a cost cap per shape (COST_CAP: about 10-20 ms of the CPU backend's time for
+a 32 x 32 tiled kernel). The same seed gives the same shapes (`check --seed S` reproduces a run).
+"""
+from __future__ import annotations
+
+import math
+import random
+
+MODULI = (4, 8, 32, 128)
+ODD_MAX = 255            # odd dimensions are drawn from 1 .. ODD_MAX
+# cost of a shape ~ the work of a kernel tiled by 32 (GEMM: padded M*N*K; relu: M * padded N,
+# whose CPU cost per element is higher: a warp vote per word)
+COST_CAP = {3: 600_000, 2: 12_288}
+
+
+def _pad32(x: int) -> int:
+    return -(-x // 32) * 32
+
+
+def cost(shape: tuple[int, ...]) -> int:
+    """What a shape costs the CPU backend, in COST_CAP's units."""
+    if len(shape) == 3:
+        return _pad32(shape[0]) * _pad32(shape[1]) * _pad32(shape[2])
+    return shape[0] * _pad32(shape[1])
+
+
+def _aligned(rng: random.Random, m: int, is_k: bool) -> int:
+    """A multiple of m that is not a multiple of 2m (any multiple for the largest modulus)."""
+    if m == MODULI[-1]:
+        return m * rng.choice((2, 3) if is_k else (1, 2, 3))
+    top = max(1, 200 // m)                       # odd multipliers up to about 200 / m
+    return m * rng.randrange(1, top + 1, 2)
+
+
+def _odd(rng: random.Random) -> int:
+    """An odd size, as often small (one tile) as medium or large (several tiles and a tail)."""
+    lo, hi = rng.choice(((1, 31), (33, 127), (129, ODD_MAX)))
+    return rng.randrange(lo, hi + 1, 2)
+
+
+def _fit(shape: list[int], keep: int, cap: int) -> list[int]:
+    """Shrink the odd dimensions (all but index `keep`) until the shape costs at most `cap`."""
+    while cost(tuple(shape)) > cap:
+        i = max((j for j in range(len(shape)) if j != keep), key=lambda j: shape[j])
+        if shape[i] == 1:
+            break
+        shape[i] = max(1, shape[i] // 2 | 1)
+    return shape
+
+
+def draw(ndims: int, seed: int) -> list[tuple[int, ...]]:
+    """The drawn shapes for an exercise whose shapes have `ndims` dimensions (3: M, N, K; 2: M, N)."""
+    rng = random.Random(f"grader.shapes/{ndims}/{seed}")
+    cap = COST_CAP[ndims]
+    shapes = []
+    for d in range(ndims):
+        for m in MODULI:
+            for _attempt in range(20):  # redraw the odd sizes while the shape is too costly
+                shape = [_odd(rng) for _ in range(ndims)]
+                shape[d] = _aligned(rng, m, is_k=(ndims == 3 and d == 2))
+                if cost(tuple(shape)) <= cap:
+                    break
+            shapes.append(tuple(_fit(shape, d, cap)))
+    return shapes
+
+
+def describe() -> str:
+    """One line for messages: what the drawn shapes are."""
+    return (f"shapes drawn from the seed: each dimension a multiple of {', '.join(map(str, MODULI))} in turn, "
+            "the others odd")
+
+
+assert math.lcm(*MODULI) == MODULI[-1]  # the classes above assume each modulus divides the next
+
+
+def dim_names(shape) -> tuple[str, ...]:
+    return ("M", "N", "K")[:len(shape)]
+
+
+def alignment(shape) -> str:
+    """'K is a multiple of 32; M and N are not multiples of 4' for a shape with aligned and
+    unaligned dimensions ("" otherwise): where a path chosen for aligned sizes goes wrong."""
+    names = dim_names(shape)
+    aligned = [(n, max(m for m in MODULI if d % m == 0)) for n, d in zip(names, shape) if d % MODULI[0] == 0]
+    unaligned = [n for n, d in zip(names, shape) if d % MODULI[0]]
+    if not aligned or not unaligned:
+        return ""
+    said = "; ".join(f"{n} is a multiple of {m}" for n, m in aligned)
+    verb = "is not a multiple" if len(unaligned) == 1 else "are not multiples"
+    return f"{said}; {' and '.join(unaligned)} {verb} of 4"

@@ -1,0 +1,60 @@
+"""The shapes drawn from each grade's seed (grader.shapes): the coverage property itself, over
+many seeds, written out here independently of the module."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from grader import shapes
+
+SEEDS = range(300)
+MODULI = (4, 8, 32, 128)
+
+
+@pytest.mark.parametrize("ndims", [3, 2])
+def test_every_dimension_covers_zero_and_nonzero_residues_independently(ndims):
+    for seed in SEEDS:
+        drawn = shapes.draw(ndims, seed)
+        for d, m in itertools.product(range(ndims), MODULI):
+            residues = [s[d] % m for s in drawn]
+            assert 0 in residues and any(residues), (seed, d, m, drawn)
+        # independently: wherever one dimension is a multiple of m, there is a shape in which
+        # another is not, and in fact is odd (as unaligned as it gets)
+        for a, b in itertools.permutations(range(ndims), 2):
+            for m in MODULI:
+                assert any(s[a] % m == 0 and s[b] % m for s in drawn), (seed, a, b, m, drawn)
+                assert any(s[a] % m == 0 and s[b] % 2 for s in drawn), (seed, a, b, m, drawn)
+
+
+@pytest.mark.parametrize("ndims", [3, 2])
+def test_each_dimension_meets_each_modulus_exactly_with_the_others_odd(ndims):
+    """a multiple of m but not of 2m: a path that tests d % 4 but needs d % 8 is taken and fails"""
+    for seed in SEEDS:
+        drawn = shapes.draw(ndims, seed)
+        for d, m in itertools.product(range(ndims), MODULI):
+            exact = [s for s in drawn if s[d] % m == 0 and (m == 128 or s[d] % (2 * m))
+                     and all(s[o] % 2 for o in range(ndims) if o != d)]
+            assert exact, (seed, d, m, drawn)
+
+
+def test_k_exceeds_128_in_every_draw_and_the_cpu_cost_is_capped():
+    for seed in SEEDS:
+        gemm = shapes.draw(3, seed)
+        assert max(k for _, _, k in gemm) > 128
+        assert all(min(s) >= 1 for s in gemm)
+        assert sum(shapes.cost(s) for s in gemm) <= 12 * shapes.COST_CAP[3]
+        assert all(shapes.cost(s) <= shapes.COST_CAP[2] for s in shapes.draw(2, seed))
+
+
+def test_the_seed_fixes_the_shapes_and_different_seeds_differ():
+    assert shapes.draw(3, 1234) == shapes.draw(3, 1234)
+    assert len({tuple(shapes.draw(3, s)) for s in range(50)}) == 50
+    # values vary within each class: not a handful a learner could special-case
+    assert len({shapes.draw(3, s)[0] for s in range(200)}) > 100
+
+
+def test_alignment_names_the_aligned_and_the_odd_dimensions():
+    assert shapes.alignment((41, 59, 32)) == "K is a multiple of 32; M and N are not multiples of 4"
+    assert shapes.alignment((51, 96)) == "N is a multiple of 32; M is not a multiple of 4"
+    assert shapes.alignment((64, 64, 64)) == "" and shapes.alignment((3, 5, 7)) == ""
