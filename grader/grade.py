@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -155,8 +156,10 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout,
                            timeout or sandbox.RUN_TIMEOUT_S)
     if not res.correct and res.shapes:
+        given = str(source_or_path)
+        shown = shlex.quote(given) if "\n" not in given and len(given) < 200 else "FILE"
         res.message += (f"\n(Inputs and the shapes drawn for this run come from seed {seed}: "
-                        f"`python -m grader check {exercise} FILE --seed {seed}` draws the same ones.)")
+                        f"`python -m grader check {exercise} {shown} --seed {seed}` draws the same ones.)")
     if res.correct and timed:
         _verdict_speed(res, ex, run)
         res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU

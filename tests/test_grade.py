@@ -347,3 +347,12 @@ def test_html_speed_bar_against_the_threshold():
     r = Result("tiled", "cuda", True, True, False, speedup=1.1, threshold=1.29, message="correct; too slow")
     h = report.html_report(r)
     assert "1.10x (needs 1.29x)" in h and "#c62828" in h
+
+
+def test_a_failed_verdict_gives_the_seed_that_reproduces_its_shapes():
+    """`check --seed S` draws the same inputs and shapes (grader.shapes): the message says how."""
+    r = _grade(("naive", SUBS / "row_cache_128.cu", None))
+    assert r.seed == 1234 and not r.passed
+    assert f"`python -m grader check naive {SUBS / 'row_cache_128.cu'} --seed 1234`" in r.message
+    again = _grade(("naive", SUBS / "row_cache_128.cu", None))
+    assert [s.shape for s in again.shapes] == [s.shape for s in r.shapes] and again.message == r.message
