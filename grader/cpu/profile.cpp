@@ -175,6 +175,19 @@ int distinct_sectors(const Group& g) {
 
 // wavefronts and ideal wavefronts of one pass over the lanes in `mask`
 void shared_pass(const Group& g, uint32_t mask, double& waves, double& ideal) {
+    if (!mask) return;
+    if (g.size <= 4) {  // fast paths: every lane the same word (broadcast), or consecutive words
+        const int first = __builtin_ctz(mask);
+        const uint64_t w0 = g.addr[first] >> 2;
+        bool same = true, consecutive = true;
+        for (int l = first + 1; l < 32; ++l)
+            if (mask >> l & 1) {
+                const uint64_t w = g.addr[l] >> 2;
+                same = same && w == w0;
+                consecutive = consecutive && w == w0 + (uint64_t)(l - first);
+            }
+        if (same || consecutive) { waves += 1; ideal += 1; return; }
+    }
     uint64_t words[32 * 4];
     int n = 0;
     for (int l = 0; l < 32; ++l) {
@@ -231,7 +244,7 @@ struct MergePlan { std::vector<std::vector<uint8_t>> factor; };
 void merge_accesses(MergePlan& plan) {
     plan.factor.assign(g_dirty.size(), {});
     struct Ref { int d, i; };
-    std::unordered_map<uint64_t, std::vector<Ref>> by_addr;
+    std::vector<std::pair<uint64_t, Ref>> by_addr;  // sorted by key (a flat index: no allocation per key)
     auto key_of = [](int warp, const Group& g, uint64_t delta, int kind) {
         int l = __builtin_ctz(g.mask);
         return ((g.addr[l] + delta) * 1315423911ull) ^ ((uint64_t)warp << 48) ^ ((uint64_t)g.mask * 2654435761ull) ^
@@ -246,15 +259,18 @@ void merge_accesses(MergePlan& plan) {
         if (k.space == 1 && !k.write) continue;  // global loads: never merged (above)
         for (int i = 0; i < (int)gs.size(); ++i)
             if (gs[i].mask && gs[i].size == 4)
-                by_addr[key_of(warp, gs[i], 0, kind_of(k))].push_back(Ref{(int)d, i});
+                by_addr.emplace_back(key_of(warp, gs[i], 0, kind_of(k)), Ref{(int)d, i});
     }
     if (by_addr.empty()) return;
+    std::sort(by_addr.begin(), by_addr.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     auto partner = [&](int warp, int site, int occ, const Group& g, uint64_t delta) -> Ref {
         const SiteKey& k = g_sites[site];
         const bool any_occurrence = k.space == 0 && !k.write;
-        auto it = by_addr.find(key_of(warp, g, delta, kind_of(k)));
-        if (it == by_addr.end()) return Ref{-1, -1};
-        for (const Ref& r : it->second) {
+        const uint64_t key = key_of(warp, g, delta, kind_of(k));
+        auto it = std::lower_bound(by_addr.begin(), by_addr.end(), key,
+                                   [](const auto& a, uint64_t v) { return a.first < v; });
+        for (; it != by_addr.end() && it->first == key; ++it) {
+            const Ref& r = it->second;
             const Group& h = g_groups[g_dirty[r.d]][r.i];
             int hsite = g_dirty[r.d] % g_site_cap;
             const SiteKey& hk = g_sites[hsite];
