@@ -19,10 +19,9 @@ a 32 x 32 tiled kernel). The same seed gives the same shapes (`check --seed S` r
 """
 from __future__ import annotations
 
-import math
 import random
 
-MODULI = (4, 8, 32, 128)
+MODULI = (4, 8, 32, 128)  # each divides the next: the classes below rely on it
 ODD_MAX = 255            # odd dimensions are drawn from 1 .. ODD_MAX
 # cost of a shape ~ the work of a kernel tiled by 32 (GEMM: padded M*N*K; relu: M * padded N,
 # whose CPU cost per element is higher: a warp vote per word)
@@ -80,13 +79,6 @@ def draw(ndims: int, seed: int) -> list[tuple[int, ...]]:
     return shapes
 
 
-def describe() -> str:
-    """One line for messages: what the drawn shapes are."""
-    return (f"shapes drawn from the seed: each dimension a multiple of {', '.join(map(str, MODULI))} in turn, "
-            "the others odd")
-
-
-assert math.lcm(*MODULI) == MODULI[-1]  # the classes above assume each modulus divides the next
 
 
 def dim_names(shape) -> tuple[str, ...]:
