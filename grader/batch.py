@@ -209,6 +209,7 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
         raise CannotGrade(f"{root}: not a folder of submissions")
     if out.suffix.lower() == ".json":
         raise CannotGrade(f"--out {out}: name the CSV gradebook (e.g. grades.csv); the JSON is written beside it")
+    sandbox.hide(root, out.parent)  # the workers see neither the submissions nor the gradebook
     jobs = jobs or max(1, (os.cpu_count() or 2))
     version = grader_version()
     subs = discover(root, exercise)

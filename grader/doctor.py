@@ -195,6 +195,21 @@ def check_cache(m: Machine):
     return Finding("cache", str(toolchain.cache_dir()))
 
 
+def check_sandbox(m: Machine):
+    """Is the worker sandboxed (grader.bwrap), and can it refuse signals to the grader (grader.seccomp)?"""
+    from . import bwrap, seccomp
+    why = seccomp.available()
+    filt = "seccomp: no signals or traces to other processes" if not why else f"no seccomp filter ({why})"
+    value = f"{bwrap.describe()}; {filt}"
+    if bwrap.active():
+        return Finding("sandbox", value, warn=bool(why), fix=why)
+    fix = (f"For untrusted submissions: {bwrap.INSTALL} (then doctor says 'bubblewrap'), or grade in a "
+           "container or VM" if "not installed" in (bwrap.probe() or "not installed") else
+           "bubblewrap cannot create namespaces here: allow unprivileged user namespaces (sysctl "
+           "kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap on Ubuntu 24.04), or grade in a VM")
+    return Finding("sandbox", value, warn=True, fix=fix if bwrap.mode() != "none" else "unset GRADER_SANDBOX")
+
+
 def check_selftest(m: Machine):
     """Build a reference kernel with the CPU backend and check one product: the whole path works."""
     if m.torch is None or not m.compiler_ok:
@@ -223,7 +238,7 @@ def check_selftest(m: Machine):
 
 
 CHECKS = [check_python, check_torch, check_gpu, check_nvcc, check_compiler, check_ninja, check_system,
-          check_colab, check_backend, check_cache, check_selftest]
+          check_colab, check_backend, check_cache, check_sandbox, check_selftest]
 
 
 def findings(selftest: bool = True) -> list[Finding]:

@@ -6,6 +6,12 @@ read back, capped. Its environment is scrubbed of the grader's variables, so the
 seed of the secret inputs is never visible to learner code. A crash, a CUDA
 fault or a hang ends the child only; the caller gets what it sent before.
 
+How the child starts: forked from a warm template (grader.forkserver) when one runs,
+else `python -m grader.worker`; inside bubblewrap where it works (grader.bwrap).
+Either way it confines itself before loading the library (grader.seccomp), gets the
+libraries and the GPU lock as open descriptors and a private scratch directory
+(deleted afterwards), so it needs no view of the cache or of anyone's files.
+
 gpu_lock (batch --per-gpu K > 1): several children share one GPU, but each takes an
 exclusive flock on the GPU's lock file before its first GPU operation and keeps it until
 it exits, so their starts (python, torch, inputs) overlap while their kernels and timings
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import protocol
+from . import bwrap, protocol
 
 RUN_TIMEOUT_S = float(os.environ.get("GRADER_RUN_TIMEOUT", "60"))
 OUTPUT_CAP = 4000  # characters of the child's own output kept for the message
@@ -56,8 +63,18 @@ class ChildRun:
         return f"exited with code {rc}"
 
 
+# what the worker's environment may hold: what Python, torch, the CUDA runtime and the sanitizers
+# read. Anything else (tokens, keys, the grader's own GRADER_* settings) stays with the grader: a
+# kernel could print it into the verdict's output.
+ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LANG", "LANGUAGE", "TZ", "HOME", "USER", "TERM",
+            "PYTHONPATH", "PYTHONHASHSEED", "PYTHONNOUSERSITE", "VIRTUAL_ENV", "CONDA_PREFIX")
+ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_", "KMP_",
+                     "GOMP_", "ASAN_", "UBSAN_", "LSAN_", "TRITON_")
+
+
 def _child_env(gpu: int | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GRADER_") and (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES))}
     if gpu is not None:  # batch: one worker per GPU
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = visible.split(",") if visible else None
@@ -69,6 +86,138 @@ def _child_env(gpu: int | None = None) -> dict[str, str]:
     return env
 
 
+# ---------------------------------------------------------------------------- starting the worker
+_HIDE: list[str] = []  # more folders the sandbox hides (batch: the submissions, the gradebook's folder)
+_TEMPLATE: dict = {}   # the running template: {"key": ..., "client": forkserver.Client}, or {"off": why}
+_TEMPLATE_LOCK = threading.Lock()
+
+
+def hide(*paths) -> None:
+    """Hide these folders from every worker from now on (the template restarts to apply it)."""
+    for p in paths:
+        r = os.path.realpath(p)
+        if r not in _HIDE:
+            _HIDE.append(r)
+
+
+def _use_template() -> bool:
+    return os.environ.get("GRADER_FORKSERVER", "1").strip().lower() not in ("0", "no", "off", "false")
+
+
+def launcher_name() -> str:
+    """How the next worker would start: 'template' or 'subprocess', '+ bwrap' when sandboxed."""
+    how = "template" if _use_template() and "off" not in _TEMPLATE else "subprocess"
+    if "why" in _TEMPLATE:
+        how += f" (the template failed: {_TEMPLATE['why'][:80]})"
+    return how + (" + bwrap" if bwrap.active() else "")
+
+
+def _template(env: dict[str, str]):
+    """The warm template for this sandbox policy, started on first use; None when unavailable."""
+    from . import forkserver
+
+    prefix = bwrap.command(_HIDE) if bwrap.active() else []
+    # the child gets its own environment; CUDA_VISIBLE_DEVICES (batch: one per GPU) is read only
+    # when CUDA starts, in the child, so one template serves every GPU
+    key = (sys.executable, tuple(prefix),
+           tuple(sorted((k, v) for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES")))
+    with _TEMPLATE_LOCK:
+        if _TEMPLATE.get("off") == key:  # it failed to start like this before: not again
+            return None
+        client = _TEMPLATE.get("client")
+        if client is not None and _TEMPLATE.get("key") == key and client.alive():
+            return client
+        if client is not None:
+            client.close()
+        try:
+            client = forkserver.Client(prefix, env)
+        except forkserver.TemplateError as e:
+            _TEMPLATE.clear()
+            _TEMPLATE.update(off=key, why=str(e))  # fall back to a subprocess per verdict
+            return None
+        _TEMPLATE.update(key=key, client=client)
+        return client
+
+
+def shutdown() -> None:
+    """Stop the template (it also dies with this process)."""
+    with _TEMPLATE_LOCK:
+        client = _TEMPLATE.pop("client", None)
+        _TEMPLATE.pop("key", None)
+        if client is not None:
+            client.close()
+
+
+class _Subprocess:
+    """A worker started as `[bwrap ...] python -m grader.worker`: the fallback, and any run whose
+    environment must apply from exec on (extra_env: the sanitizer's LD_PRELOAD)."""
+
+    def __init__(self, env: dict[str, str], fds: list[int], sandboxed: bool):
+        stdin_fd, log_fd, result_fd, scratch_fd, *libs = fds
+        self.sandboxed = sandboxed
+        self.lib_fds = libs
+        prefix = bwrap.command(_HIDE) if sandboxed else []
+        if prefix and "LD_PRELOAD" in env:  # the sanitizer's runtime is for the worker, not for bwrap
+            env = dict(env)
+            prefix[-1:] = ["--setenv", "LD_PRELOAD", env.pop("LD_PRELOAD"), "--"]
+        # in bwrap's PID namespace the parent is its init, and --die-with-parent does the rest
+        parent = "0" if sandboxed else str(os.getpid())
+        self.proc = subprocess.Popen(prefix + [sys.executable, "-m", "grader.worker", parent, str(scratch_fd),
+                                               str(result_fd)],
+                                     stdin=stdin_fd, stdout=log_fd, stderr=subprocess.STDOUT,
+                                     pass_fds=(result_fd, scratch_fd, *libs), env=env, start_new_session=True)
+        self.pid = self.proc.pid
+        self.result_fd, self.scratch_fd = result_fd, scratch_fd
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout=timeout)  # raises subprocess.TimeoutExpired
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the whole session: nvcc children, threads (or bwrap)
+        except (ProcessLookupError, PermissionError):
+            self.proc.kill()
+        self.proc.wait()
+
+    @property
+    def returncode(self) -> int | None:
+        rc = self.proc.returncode
+        if self.sandboxed and rc is not None and rc > 128:
+            return -(rc - 128)  # bwrap reports a child killed by signal S as 128 + S
+        return rc
+
+    lost = False
+
+
+def _start(env: dict[str, str], fds: list[int], exec_env: bool):
+    """Start a worker; returns (child, fd numbers as the child sees them: result, scratch, libs...)."""
+    sandboxed = bwrap.active()
+    if _use_template() and not exec_env:
+        client = _template(env)
+        if client is not None:
+            from . import forkserver
+            try:
+                child = client.spawn(env, fds)
+                return child, forkserver.child_layout(len(fds) - 4)
+            except forkserver.TemplateError:
+                pass  # it died: this verdict starts the plain way, the next restarts the template
+    child = _Subprocess(env, fds, sandboxed)
+    return child, [fds[2], fds[3], *fds[4:]]
+
+
+def protect_grader() -> None:
+    """Make this grading process non-dumpable, outside a notebook: another process of the same
+    user (a worker, where no PID namespace hides us) cannot then open its memory through /proc.
+    A notebook's kernel is left as it is (its owner grades their own code and may want a debugger)."""
+    if "ipykernel" in sys.modules:
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    except (OSError, AttributeError):
+        pass
+
+
 def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
                timeout: float = RUN_TIMEOUT_S, gpu: int | None = None,
                extra_env: dict[str, str] | None = None, gpu_lock: str | None = None,
@@ -77,70 +226,116 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
 
     extra_env: added to the child's environment (the CPU backend's sanitizer preload).
     gpu_lock: a lock file shared by the children of one GPU (see above); lock_wait: how long
-    the child may wait for it on top of `timeout` before it counts as hung."""
+    the child may wait for it on top of `timeout` before it counts as hung.
+
+    The worker gets its libraries (and the GPU lock) as open descriptors and a private scratch
+    directory, so it needs no view of the cache, other submissions or /tmp (grader.bwrap)."""
+    bwrap.require()
+    protect_grader()
     result = ChildRun()
     token = secrets.token_hex(16)  # the worker tags its messages with it; the kernel's code cannot know it
-    request = request | {"token": token} | ({"gpu_lock": gpu_lock} if gpu_lock else {})
     started = time.monotonic()
     lock_held = threading.Event()
-    r_fd, w_fd = os.pipe()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.worker", str(w_fd)],
-                                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=(w_fd,), env=_child_env(gpu) | (extra_env or {}),
-                                start_new_session=True)
-        os.close(w_fd)
-
-        def feed():
+    env = _child_env(gpu) | (extra_env or {})
+    # every file the worker opens by name, as (where in the request, path): it gets them open instead
+    files = [((k,), request[k]) for k in ("lib", "baseline_lib") if request.get(k)]
+    files += [(("timing", k), request["timing"][k]) for k in ("lib", "baseline_lib")
+              if isinstance(request.get("timing"), dict) and request["timing"].get(k)]
+    files += [(("gpu_lock",), gpu_lock)] if gpu_lock else []
+    opened: list[int] = []
+    scratch = tempfile.mkdtemp(prefix="grader-worker-")
+    child = None
+    try:
+        stdin_r, stdin_w = os.pipe()
+        r_fd, w_fd = os.pipe()
+        opened += [stdin_r, w_fd, stdin_w, r_fd]
+        log = tempfile.TemporaryFile()
+        opened.append(os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        for where, path in files:
+            flags = os.O_RDWR | os.O_CREAT if where == ("gpu_lock",) else os.O_RDONLY
+            opened.append(os.open(path, flags | os.O_CLOEXEC, 0o600))
+        child, layout = _start(env, [stdin_r, log.fileno(), w_fd, opened[4], *opened[5:]], bool(extra_env))
+        for fd in [stdin_r, w_fd, *opened[4:]]:
+            os.close(fd)
+        opened = [stdin_w, r_fd]  # _collect closes these
+        request = request | {"token": token}
+        if isinstance(request.get("timing"), dict):
+            request["timing"] = dict(request["timing"])
+        for ((*outer, key), path), fd in zip(files, layout[2:]):
+            d = request[outer[0]] if outer else request
+            d[key] = f"/proc/self/fd/{fd}"
+            if key in ("lib", "baseline_lib") and not outer:  # the build key (the library's folder)
+                request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
+        opened = []
+        _collect(child, result, request, cases, stdin_w, r_fd, log, token, timeout,
+                 lock_held if gpu_lock else None, lock_wait, started)
+    finally:
+        for fd in opened:
             try:
-                fd = proc.stdin.fileno()
-                protocol.send(fd, request)
-                for meta, arrays in cases:
-                    protocol.send(fd, meta, arrays)
+                os.close(fd)
             except OSError:
-                pass  # the child died early; its exit status tells why
-            finally:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
+                pass
+        shutil.rmtree(scratch, ignore_errors=True)
+    if getattr(child, "lost", False):
+        from .errors import CannotGrade
+        raise CannotGrade("the grader's worker template stopped during this run (not the kernel's doing: the "
+                          "template is out of its reach); grade again")
+    return result
 
-        def drain():
+
+def _collect(child, result: ChildRun, request: dict, cases, stdin_w: int, r_fd: int, log, token: str,
+             timeout: float, lock_held: threading.Event | None, lock_wait: float, started: float) -> None:
+    """Feed the child, read its messages, enforce the time limit, keep its output's tail."""
+    def feed():
+        try:
+            protocol.send(stdin_w, request)
+            for meta, arrays in cases:
+                protocol.send(stdin_w, meta, arrays)
+        except OSError:
+            pass  # the child died early; its exit status tells why
+        finally:
             try:
-                while (m := protocol.recv(r_fd)) is not None:
-                    if not isinstance(m[0], dict) or m[0].pop("token", None) != token:
-                        result.protocol_error = ("a message on the result channel did not come from the grader's "
-                                                 "worker (written by the submission?)")
-                        break
-                    if m[0].get("gpu_lock") == "held":
-                        result.lock_wait_s = time.monotonic() - started
-                        lock_held.set()
-                    else:
-                        result.messages.append(m)
-            except Exception as e:  # noqa: BLE001 — malformed data of any kind: stop reading, say why
-                result.protocol_error = f"{type(e).__name__}: {e}"
-            finally:
-                if result.protocol_error:
-                    _kill(proc)  # nothing it sends after this can be trusted; do not let it block on the pipe
+                os.close(stdin_w)
+            except OSError:
+                pass
 
+    def drain():
+        try:
+            while (m := protocol.recv(r_fd)) is not None:
+                if not isinstance(m[0], dict) or m[0].pop("token", None) != token:
+                    result.protocol_error = ("a message on the result channel did not come from the grader's "
+                                             "worker (written by the submission?)")
+                    break
+                if m[0].get("gpu_lock") == "held":
+                    result.lock_wait_s = time.monotonic() - started
+                    if lock_held is not None:
+                        lock_held.set()
+                else:
+                    result.messages.append(m)
+        except Exception as e:  # noqa: BLE001 — malformed data of any kind: stop reading, say why
+            result.protocol_error = f"{type(e).__name__}: {e}"
+        finally:
+            if result.protocol_error:
+                child.kill()  # nothing it sends after this can be trusted; do not let it block on the pipe
+
+    with log:
         threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
         for t in threads:
             t.start()
-        if not _wait(proc, timeout, lock_held if gpu_lock else None, lock_wait):
+        if not _wait(child, timeout, lock_held, lock_wait):
             result.timed_out = True
-            _kill(proc)
+            child.kill()
         threads[1].join(timeout=5)
         os.close(r_fd)
-        result.returncode = proc.returncode
+        result.returncode = child.returncode
         log.seek(0, os.SEEK_END)
         size = log.tell()
         log.seek(max(0, size - OUTPUT_CAP))
         tail = log.read().decode(errors="replace")
         result.output = ("...\n" if size > OUTPUT_CAP else "") + tail
-    return result
 
 
-def _wait(proc: subprocess.Popen, timeout: float, lock_held: threading.Event | None, lock_wait: float) -> bool:
+def _wait(proc, timeout: float, lock_held: threading.Event | None, lock_wait: float) -> bool:
     """Wait for the child to exit; False when it ran out of time. Without a lock the limit is
     `timeout` from now; with one, `timeout` from when the lock was held (at most `lock_wait`
     extra seconds of waiting for it)."""
@@ -156,11 +351,3 @@ def _wait(proc: subprocess.Popen, timeout: float, lock_held: threading.Event | N
             return True
         except subprocess.TimeoutExpired:
             continue
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the whole session: nvcc children, threads
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.wait()

@@ -30,9 +30,10 @@ from .errors import GraderError, KernelError, LauncherError
 from .toolchain import Build
 
 
-def _load(path: str, exercise: str, backend: str) -> KernelModule:
+def _load(path: str, exercise: str, backend: str, key: str | None = None) -> KernelModule:
+    """The library at `path` (grader.sandbox passes it as /proc/self/fd/N, with its build key)."""
     lib = Path(path)
-    return KernelModule(Build(path=lib, backend=backend, exercise=exercise, key=lib.parent.name, cached=True))
+    return KernelModule(Build(path=lib, backend=backend, exercise=exercise, key=key or lib.parent.name, cached=True))
 
 
 GUARD = 1024  # elements of poison before and after each buffer a test call gets
@@ -323,7 +324,11 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         send({"gpu_lock": "held"})
     try:
-        mod = _load(req["lib"], req["exercise"], req["backend"])
+        # the baseline first: once the submission's code has run (its library's constructors
+        # included), nothing it could have swapped is loaded any more
+        base = (_load(req["baseline_lib"], req["baseline_exercise"], "cuda", req.get("baseline_key"))
+                if req.get("timing") and req.get("baseline_lib") else None)
+        mod = _load(req["lib"], req["exercise"], req["backend"], req.get("lib_key"))
     except GraderError as e:
         send({"fatal": str(e)})
         return 0
@@ -354,7 +359,6 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         except GraderError as e:
             send({"timing_error": str(e)})
     elif req.get("timing") and mod.backend == "cuda":
-        base = _load(req["baseline_lib"], req["baseline_exercise"], "cuda") if req.get("baseline_lib") else None
         try:
             times, rounds = time_kernels(mod, base, req["timing"])
             send({"timing": times, "inputs_changed": rounds.inputs_changed, "timed_failure": rounds.failure,
@@ -366,19 +370,21 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     return 0
 
 
-def limit_self(parent_death: bool = True) -> None:
+def limit_self(parent: int | None = None) -> None:
     """Before the submission's library is loaded: die with the parent (a killed batch leaves no
     kernel spinning on a GPU), cap the size of any file this process writes (its output goes to a
     file: a printf flood must not fill the disk), and confine it (confine()).
 
-    parent_death=False: a child of grader.forkserver, whose template set that up already."""
-    if parent_death:
+    parent: the pid the parent must still have once we asked to die with it (None: any but init);
+    0: someone else saw to that (grader.forkserver's child, or bubblewrap's --die-with-parent)."""
+    if parent != 0:
         try:
             import ctypes
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
         except (OSError, AttributeError):
             pass
-        if os.getppid() == 1:  # the parent is already gone
+        gone = os.getppid() == 1 if parent is None else os.getppid() != parent
+        if gone:  # the parent died before we asked to die with it
             sys.exit(5)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the cap fail instead of killing us
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_CAP, OUTPUT_FILE_CAP))
@@ -419,10 +425,18 @@ def _drop_capabilities(libc) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m grader.worker RESULT_FD`: the request on stdin (grader.sandbox)."""
-    limit_self()
+    """`python -m grader.worker [PARENT_PID SCRATCH_FD] RESULT_FD`: the request on stdin
+    (grader.sandbox). PARENT_PID: see limit_self. SCRATCH_FD: an open directory (or -1), the
+    worker's private scratch: its working directory and TMPDIR, the only place it may write
+    inside the sandbox."""
+    parent, scratch = (int(argv[1]), int(argv[2])) if len(argv) > 3 else (None, -1)
+    limit_self(parent)
+    if scratch >= 0:
+        os.fchdir(scratch)
+        os.close(scratch)
+        os.environ["TMPDIR"] = "/proc/self/cwd"  # a path to it that works even where it is hidden
     try:
-        return serve(int(argv[1]))
+        return serve(int(argv[-1]))
     except Exception:  # report, never hang the parent
         traceback.print_exc()
         return 4

@@ -1,0 +1,225 @@
+"""The worker's sandbox (#13.8) and its warm template (#13.10).
+
+Each test runs a small hand-built library (the CPU backend's entry points and a naive launcher
+whose body probes its surroundings and prints what it found) through grader.sandbox.run_worker,
+the path every verdict takes. The bubblewrap tests skip, visibly, where bwrap is missing or
+cannot create namespaces here (`apt-get install bubblewrap`; some containers forbid them).
+"""
+import os
+import platform
+import shutil
+import subprocess
+import time
+
+import pytest
+import torch
+
+from grader import bwrap, checks, forkserver, sandbox
+from grader.errors import CannotGrade
+
+pytestmark = pytest.mark.skipif(platform.system() != "Linux" or not shutil.which("g++"),
+                                reason="the sandbox is Linux; needs g++")
+BWRAP = pytest.mark.skipif(bool(bwrap.probe()), reason=f"no sandbox here: {bwrap.probe()}")
+
+PRELUDE = r"""
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+extern "C" const char* cuda_emu_take_error(void) { return 0; }
+extern "C" void cuda_emu_configure(unsigned, int) {}
+extern "C" void cuda_emu_set_buffers(...) {}
+static void say(const char* what, const char* how) { printf("PROBE %s %s\n", what, how); fflush(stdout); }
+static const char* ok(long r) { return r == -1 ? strerror(errno) : "yes"; }
+static int entries(const char* dir) {  // -1: cannot list
+    DIR* d = opendir(dir); if (!d) return -1;
+    int n = 0; for (struct dirent* e; (e = readdir(d));) n += e->d_name[0] != '.'; closedir(d); return n;
+}
+static void gemm_work(const float* A, const float* B, float* C, int M, int N, int K) {
+    for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) {
+        float s = 0.f; for (int k = 0; k < K; ++k) s += A[i * K + k] * B[k * N + j]; C[i * N + j] = s; }
+}
+"""
+
+
+def _lib(tmp_path, body: str, name: str = "probe", defines: dict | None = None) -> str:
+    d = tmp_path / name
+    d.mkdir(exist_ok=True)
+    src = d / "k.cpp"
+    src.write_text(PRELUDE + 'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, '
+                   "void*) {\n" + body + "\n}\n")
+    flags = [f'-D{k}="{v}"' if isinstance(v, str) else f"-D{k}={v}" for k, v in (defines or {}).items()]
+    subprocess.run(["g++", "-O1", "-shared", "-fPIC", *flags, "-o", str(d / "kernel.so"), str(src)], check=True,
+                   capture_output=True)
+    return str(d / "kernel.so")
+
+
+def _run(lib: str, timeout: float = 60) -> sandbox.ChildRun:
+    case = checks.make_case("naive", (9, 7, 5), torch.Generator().manual_seed(0))
+    wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
+    return sandbox.run_worker({"lib": lib, "exercise": "naive", "backend": "cpu", "schedules": [0]}, wire,
+                              timeout=timeout)
+
+
+def _probes(run: sandbox.ChildRun) -> dict[str, str]:
+    return {ln.split()[1]: " ".join(ln.split()[2:]) for ln in run.output.splitlines() if ln.startswith("PROBE ")}
+
+
+@pytest.fixture(params=["template", "subprocess"])
+def launcher(request, monkeypatch):
+    monkeypatch.setenv("GRADER_FORKSERVER", "1" if request.param == "template" else "0")
+    yield request.param
+
+
+SANDBOX_PROBES = r"""
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {}; a.sin_family = AF_INET; a.sin_port = htons(53); inet_pton(AF_INET, "1.1.1.1", &a.sin_addr);
+    say("network", ok(s < 0 ? -1 : connect(s, (struct sockaddr*)&a, sizeof a)));
+    say("secret-readable", ok(access(SECRET, R_OK)));
+    say("cache-entries", entries(CACHE) > 0 ? "some" : "none");
+    say("home-entries", entries(HOME_DIR) > 0 ? "some" : "none");
+    say("outer-pid-visible", ok(kill(OUTER_PID, 0)));
+    int pids = 0; DIR* d = opendir("/proc");
+    for (struct dirent* e; d && (e = readdir(d));) pids += e->d_name[0] >= '1' && e->d_name[0] <= '9';
+    if (d) closedir(d);
+    say("few-pids", pids < 10 ? "yes" : "no");
+    FILE* f = fopen("scratch-file", "w"); say("scratch-writable", f ? "yes" : strerror(errno)); if (f) fclose(f);
+    say("scratch-was-empty", entries(".") == 1 ? "yes" : "no");
+    say("tmp-writable", ok(fopen("/tmp/x", "w") ? 0 : -1));
+    say("shm-writable", ok(fopen("/dev/shm/x", "w") ? 0 : -1));
+    say("root-writable", ok(fopen("/grader-was-here", "w") ? 0 : -1));
+    say("devices", entries("/dev") <= 16 && access("/dev/null", W_OK) == 0 ? "basics" : "many");
+    gemm_work(A, B, C, M, N, K);
+"""
+
+
+@BWRAP
+def test_the_worker_runs_in_the_sandbox(tmp_path, launcher, monkeypatch):
+    monkeypatch.setenv("GRADER_SANDBOX", "bwrap")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".ssh-key").write_text("secret")
+    monkeypatch.setenv("HOME", str(home))
+    cache = os.environ["GRADER_CACHE"]
+    os.makedirs(cache, exist_ok=True)
+    open(os.path.join(cache, "another-students-build"), "w").close()
+    lib = _lib(tmp_path, SANDBOX_PROBES, defines={"SECRET": str(home / ".ssh-key"), "CACHE": cache,
+                                                  "HOME_DIR": str(home), "OUTER_PID": os.getpid()})
+    run = _run(lib)
+    p = _probes(run)
+    assert run.returncode == 0 and len(run.messages) == 1, run.output
+    assert p["network"] != "yes", p                    # no network
+    assert p["secret-readable"] != "yes", p            # $HOME hidden
+    assert p["cache-entries"] == "none" and p["home-entries"] == "none", p   # other students' builds hidden
+    assert p["outer-pid-visible"] != "yes" and p["few-pids"] == "yes", p    # its own PID namespace
+    assert p["scratch-writable"] == "yes" and p["scratch-was-empty"] == "yes", p
+    assert p["tmp-writable"] != "yes" and p["shm-writable"] != "yes" and p["root-writable"] != "yes", p
+    assert p["devices"] == "basics", p                  # a fresh /dev: the basics (and GPU nodes where there are)
+    assert sandbox.launcher_name().endswith("+ bwrap")
+
+
+def test_required_sandbox_without_bwrap_refuses_to_grade(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRADER_SANDBOX", "bwrap")
+    monkeypatch.setattr(bwrap, "probe", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
+    with pytest.raises(CannotGrade, match="GRADER_SANDBOX=bwrap"):
+        _run(_lib(tmp_path, "gemm_work(A, B, C, M, N, K);"))
+
+
+def test_without_the_sandbox_the_scratch_is_still_private(tmp_path, launcher, monkeypatch):
+    monkeypatch.setenv("GRADER_SANDBOX", "none")
+    lib = _lib(tmp_path, r"""
+        say("scratch-was-empty", entries(".") == 0 ? "yes" : "no");
+        FILE* f = fopen("left-behind", "w"); if (f) fclose(f);
+        say("tmpdir", getenv("TMPDIR") ? getenv("TMPDIR") : "unset");
+        gemm_work(A, B, C, M, N, K);""")
+    for _ in range(2):  # the second run does not see what the first left
+        p = _probes(_run(lib))
+        assert p == {"scratch-was-empty": "yes", "tmpdir": "/proc/self/cwd"}, p
+
+
+def test_a_hang_is_killed_and_a_crash_is_a_crash(tmp_path, launcher):
+    hang = _lib(tmp_path, "for (volatile int i = 0;; i = 0) {}", "hang")
+    t0 = time.monotonic()
+    run = _run(hang, timeout=3)
+    assert run.timed_out and time.monotonic() - t0 < 20, run.output
+    crash = _lib(tmp_path, "*(volatile int*)16 = 1;", "crash")
+    run = _run(crash)
+    assert run.crashed and run.describe_exit() == "crashed (SIGSEGV)", (run.returncode, run.output)
+    good = _lib(tmp_path, "gemm_work(A, B, C, M, N, K);", "good")
+    run = _run(good)  # and the next verdict is as good as new
+    assert run.returncode == 0 and len(run.messages) == 1, run.output
+
+
+def test_the_template_never_loads_a_submission(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_FORKSERVER", "1")
+    monkeypatch.setenv("GRADER_SANDBOX", "none")  # so that the template is our child, and its maps readable
+    lib = _lib(tmp_path, "gemm_work(A, B, C, M, N, K);", "unique_submission_name")
+    assert _run(lib).returncode == 0
+    client = sandbox._TEMPLATE.get("client")
+    assert client is not None and client.alive(), sandbox.launcher_name()
+    try:
+        maps = open(f"/proc/{client.proc.pid}/maps").read()
+    except OSError:
+        pytest.skip("cannot read the template's memory map here (not root)")
+    assert "kernel.so" not in maps and "unique_submission_name" not in maps
+    assert "libtorch" in maps  # it is warm
+
+
+def test_a_template_that_cannot_start_falls_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_FORKSERVER", "1")
+    sandbox.shutdown()
+
+    def broken(*a, **k):
+        raise forkserver.TemplateError("no template today")
+    monkeypatch.setattr(forkserver, "Client", broken)
+    lib = _lib(tmp_path, "gemm_work(A, B, C, M, N, K);")
+    run = _run(lib)
+    assert run.returncode == 0 and len(run.messages) == 1, run.output
+    assert sandbox.launcher_name().startswith("subprocess")
+    monkeypatch.undo()
+    sandbox._TEMPLATE.clear()
+
+
+def test_a_template_that_dies_mid_run_is_not_the_kernels_fault(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_FORKSERVER", "1")
+    hang = _lib(tmp_path, "for (volatile int i = 0;; i = 0) {}", "hang")
+    _run(_lib(tmp_path, "gemm_work(A, B, C, M, N, K);"))  # the template is up
+    client = sandbox._TEMPLATE["client"]
+    import threading
+    threading.Timer(1.5, lambda: os.killpg(client.proc.pid, 9)).start()
+    with pytest.raises(CannotGrade, match="template stopped"):
+        _run(hang, timeout=30)
+    run = _run(_lib(tmp_path, "gemm_work(A, B, C, M, N, K);", "after"))  # a new template serves the next
+    assert run.returncode == 0 and len(run.messages) == 1, run.output
+
+
+def test_doctor_says_whether_the_sandbox_is_active(monkeypatch):
+    from grader import doctor
+    monkeypatch.setattr(bwrap, "probe", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
+    monkeypatch.delenv("GRADER_SANDBOX", raising=False)
+    f = doctor.check_sandbox(None)
+    assert f.name == "sandbox" and f.warn and "not active" in f.value and "apt-get install bubblewrap" in f.fix
+    monkeypatch.setattr(bwrap, "probe", lambda: "")
+    f = doctor.check_sandbox(None)
+    assert "bubblewrap" in f.value and "not active" not in f.value
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sandboxed", [pytest.param(True, marks=BWRAP), False])
+def test_a_gpu_verdict_from_the_template(monkeypatch, sandboxed):
+    """CUDA starts in the forked child (the template never touched it), inside bwrap with only the
+    GPU's device nodes where it works; two verdicts in a row, both timed."""
+    from conftest import KERNELS
+    from grader import grade
+    monkeypatch.setenv("GRADER_FORKSERVER", "1")
+    monkeypatch.setenv("GRADER_SANDBOX", "bwrap" if sandboxed else "none")
+    for name, ex in (("01_naive.cu", "naive"), ("02_tiled.cu", "tiled")):
+        r = grade.grade(ex, os.path.join(KERNELS, name), backend="cuda")
+        assert r.passed and r.speedup is not None, (r.message, r.output)
+    assert sandbox.launcher_name() == "template" + (" + bwrap" if sandboxed else "")
