@@ -139,6 +139,13 @@ def _template(env: dict[str, str]):
         return client
 
 
+def warm() -> None:
+    """Start the template in the background now (a notebook's setup cell), so that even the first
+    verdict skips the worker's start. Does nothing when the template is off."""
+    if _use_template():
+        threading.Thread(target=lambda: _template(_child_env()), daemon=True).start()
+
+
 def shutdown() -> None:
     """Stop the template (it also dies with this process)."""
     with _TEMPLATE_LOCK:
