@@ -157,13 +157,17 @@ class KernelModule:
             if msg:
                 raise KernelError(f"{what}: {msg.decode(errors='replace')}")
 
-    def _set_buffers(self, bound: dict[str, torch.Tensor]) -> None:
-        """CPU backend: name the launch's global buffers (the access profile counts accesses to them)."""
+    def _set_buffers(self, bound: dict[str, torch.Tensor], outputs=()) -> None:
+        """CPU backend: name the launch's global buffers (the access profile counts accesses to them),
+        and the outputs among them, whose accesses the race detector checks between threads."""
         n = len(bound)
         names = (ctypes.c_char_p * n)(*[k.encode() for k in bound])
         ptrs = (ctypes.c_ulonglong * n)(*[t.data_ptr() for t in bound.values()])
         sizes = (ctypes.c_ulonglong * n)(*[t.numel() * t.element_size() for t in bound.values()])
         self._lib.cuda_emu_set_buffers(n, names, ptrs, sizes)
+        cols = (ctypes.c_int * n)(*[t.shape[-1] if t.dim() == 2 else 0 for t in bound.values()])
+        outs = (ctypes.c_int * n)(*[int(k in outputs) for k in bound])
+        self._lib.cuda_emu_set_outputs(n, names, ptrs, sizes, cols, outs)
 
     def configure_cpu(self, schedule_seed: int = 0, flags: int = 1) -> None:
         """CPU backend only: thread schedule (0 = in order) and diagnostics flags."""
@@ -204,7 +208,7 @@ class KernelModule:
             args = [bound[n].data_ptr() if n in bound else (stream if n == "stream" else dims[n])
                     for _, n in launcher.params]
             if self.backend == "cpu":
-                self._set_buffers(bound)
+                self._set_buffers(bound, contract.outputs(launcher))
             fn(*args)
 
         call.__name__ = launcher.name

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from . import binding, checks, contract, exercises, forbidden, host, profile, sandbox, shapes, submissions, toolchain
+from .cpu import progress as cpu_progress
 from .errors import CannotGrade, CompileError, GraderError, SubmissionError
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
@@ -142,10 +143,12 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
             for i, c in enumerate(cases)]
     run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu,
-                             gpu_lock=gpu_lock, lock_wait=lock_wait)
+                             gpu_lock=gpu_lock, lock_wait=lock_wait,
+                             extra_env=cpu_progress.ENV if backend == "cpu" else None)
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
         raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
-    res.output = run.output if run.crashed or run.timed_out else run.output.strip()
+    output = cpu_progress.strip(run.output)  # the CPU backend's progress lines are for _died_message
+    res.output = output if run.crashed or run.timed_out else output.strip()
     if run.protocol_error:
         res.message = f"the grader's result channel was tampered with: {run.protocol_error}. Not graded as correct."
         res.hint = "Results reach the grader only through its own worker; a kernel file must not write to it."
@@ -340,11 +343,16 @@ def _same(a: dict, b: dict) -> bool:
 
 def _died_message(run: sandbox.ChildRun, shape) -> str:
     dims = "x".join(map(str, shape))
+    progress = cpu_progress.last(run.output) if run.timed_out else None
+    if progress:  # the CPU backend said how far it got: slow is not the same as hung
+        runs = sum(1 for m, _ in run.messages if "case" in m)
+        return cpu_progress.timeout_message(progress, dims, runs)
     if run.timed_out:
         return (f"the kernel did not finish at shape {dims}: killed after the time limit (a hang? a loop that "
                 "never ends, in the kernel or in its launcher)")
+    output = cpu_progress.strip(run.output)
     return f"the kernel {run.describe_exit()} at shape {dims}" + \
-        (f"; its output ends with:\n{run.output[-800:]}" if run.output.strip() else "")
+        (f"; its output ends with:\n{output[-800:]}" if output.strip() else "")
 
 
 OWN_GEMM_SLACK = 1.03  # gemm_relu: the plain `gemm` may be at most this much slower than the fused kernel (noise)

@@ -31,10 +31,10 @@ _COMMON = ["-std=c++20", "-O2", "-fPIC", "-fno-strict-aliasing", "-g1", "-Wno-un
 # -fstack-clash-protection: a large local array probes its pages in order, so a thread that
 # overflows its fiber stack faults in its guard page (reported as such) instead of writing
 # into another thread's stack.
-# -ftrivial-auto-var-init=pattern: a local read before it is written holds 0xFEFEFEFE (as a float
-# -1.7e38), not the zero a fresh fiber stack would give: an uninitialised accumulator shows.
-_CHECKS = ["-fsanitize=bounds,alignment", "-fno-sanitize-recover=bounds,alignment", "-fstack-clash-protection",
-           "-ftrivial-auto-var-init=pattern"]
+_CHECKS = ["-fsanitize=bounds,alignment", "-fno-sanitize-recover=bounds,alignment", "-fstack-clash-protection"]
+# -ftrivial-auto-var-init=pattern (GCC 12+): a local read before it is written holds 0xFEFEFEFE (as a
+# float -1.7e38), not the zero a fresh fiber stack would give: an uninitialised accumulator shows.
+_PATTERN_INIT = "-ftrivial-auto-var-init=pattern"
 _RACE = ["-fsanitize=thread", "-fno-threadsafe-statics", "--param=tsan-instrument-func-entry-exit=0"]
 _ASAN = ["-fsanitize=address", "-fsanitize-recover=address", "-fno-omit-frame-pointer", "-g"]
 _MAX_LINES = 40
@@ -81,6 +81,19 @@ def _unsupported_in_log(log: str, filename: str) -> NotOnCpu | None:
 
 def _asm_switch() -> bool:
     return platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
+
+
+@functools.lru_cache(maxsize=None)
+def _gcc_major() -> int:
+    try:
+        out = subprocess.run([GXX, "-dumpversion"], capture_output=True, text=True).stdout.strip()
+        return int(out.split(".")[0])
+    except (OSError, ValueError):
+        return 0
+
+
+def _kernel_checks() -> list[str]:
+    return _CHECKS + ([_PATTERN_INIT] if _gcc_major() >= 12 else [])
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,7 +164,7 @@ def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
     cache = cache / f"{toolchain_id()}-{mode}"
     cache.mkdir(parents=True, exist_ok=True)
     flags = _COMMON + (["-DCUDA_EMU_UCONTEXT", "-DCUDA_EMU_ASAN"] if sanitize else [])
-    sources = [HERE / "runtime.cpp", HERE / "checks.cpp", HERE / "profile.cpp"]
+    sources = [HERE / "runtime.cpp", HERE / "checks.cpp", HERE / "profile.cpp", HERE / "globals.cpp"]
     if _asm_switch() and not sanitize:
         sources.append(HERE / "switch_x86_64.S")
     objs, cmds = [], []
@@ -191,7 +204,7 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
         bad = [f for f in defines if not f.startswith(("-D", "-U"))]
         if bad:
             raise ValueError(f"the CPU backend takes only -D/-U flags, not {' '.join(bad)}")
-        kernel_flags = _COMMON + _CHECKS + (_ASAN if sanitize else _RACE) + list(defines)
+        kernel_flags = _COMMON + _kernel_checks() + (_ASAN if sanitize else _RACE) + list(defines)
         cmds = [[GXX, *kernel_flags, "-c", "kernel_emu.cpp", "-o", "kernel_emu.o"]]
         runtime_objs, runtime_cmds = _runtime_objects(sanitize)
         results = _run(cmds + runtime_cmds, tmp, timeout)
@@ -203,7 +216,7 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
                 os.replace(tmp / obj.name, obj)
         objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
-        link = [GXX, "-shared", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
+        link = [GXX, "-shared", "-pthread", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
         rc, out = _run([link], tmp, timeout)[0]
         log += out
         if rc:

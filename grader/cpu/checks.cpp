@@ -39,7 +39,7 @@ std::vector<Range> g_ranges;
 std::vector<uint16_t> g_idmap;  // 4-byte word of [g_all_lo, g_all_hi) -> 1 + index in g_ranges, or 0
 uintptr_t g_lo = 0, g_span = 0;  // [g_lo, g_lo+g_span) covers every range when detection is on
 uintptr_t g_all_lo = UINTPTR_MAX, g_all_hi = 0;
-uintptr_t g_glo = 0, g_gspan = 0;  // the launch's global buffers, while the profile records a block
+uintptr_t g_glo = 0, g_gspan = 0;  // the launch's global buffers, while the profile or the race detector watches
 
 bool g_block_checked = true;
 bool g_race_block = true;  // race detection on in this block
@@ -50,6 +50,7 @@ void update_window() {
     else { g_lo = 0; g_span = 0; }
     if (g_profile_block) profile_global_window(g_glo, g_gspan);
     else { g_glo = 0; g_gspan = 0; }
+    globals_window(g_glo, g_gspan);  // and the outputs, for the race detector (every block)
 }
 
 void add_range(uintptr_t lo, size_t bytes, const char* name, const unsigned* dims, int rank, size_t elem, bool dyn) {
@@ -213,14 +214,17 @@ std::string source_line(const void* pc) {
 
 // ---- ThreadSanitizer ABI: called before every load/store of the kernel file ----------
 // The one access path: shared memory goes to access() (race detector, then the profile),
-// the launch's global buffers to the profile. Both windows are closed (span 0) when no
-// consumer watches this block, so an unwatched access costs two compares.
+// the launch's global buffers to the output race detector (globals.cpp) and the profile. Both
+// windows are closed (span 0) when no consumer watches this block, so an unwatched access
+// costs two compares.
 namespace cuda_emu {
 namespace {
 inline __attribute__((always_inline)) void on_access(void* p, size_t n, bool write, const void* pc) {
     const uintptr_t a = (uintptr_t)p;
     if (a - g_lo < g_span) access(p, n, write, pc);
     else if (a - g_glo < g_gspan) {
+        if (g_race_outputs) global_access(p, n, write, pc);
+        if (!g_profile_block) return;
         int b = profile_buffer_of(a);
         if (b >= 0) profile_access(1, b, a, n, write, pc);
     }

@@ -14,7 +14,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdarg>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <pthread.h>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -219,7 +226,63 @@ void new_interval() {  // a barrier was released: earlier accesses no longer rac
     g_block_sync = ++g_clock;
 }
 
+// ---- Progress -----------------------------------------------------------------------
+// With CUDA_EMU_PROGRESS set (the grader's worker sets it), a watcher thread writes a line to
+// stderr every second while one launch has run for a second or more:
+//   cuda_emu progress: launch 3, block 37 of 144, 12.0 s, 0.4 s CPU in this block, kernel tiled<16>
+// so a time-out can say how far the kernel got (grader/cpu/progress.py reads the lines back).
+// CPU time, not wall time, tells a stuck block from a slow machine.
+std::atomic<const char*> g_prog_kernel{nullptr};  // null: no launch running
+std::atomic<long long> g_prog_block{0}, g_prog_blocks{0}, g_prog_start_ns{0}, g_prog_block_cpu_ns{0};
+std::atomic<int> g_prog_launch{0};
+clockid_t g_prog_clock;  // the launching thread's CPU clock
+
+long long clock_ns(clockid_t c) {
+    timespec ts{};
+    clock_gettime(c, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void progress_watch() {
+    for (;;) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const char* k = g_prog_kernel.load();
+        double s = (clock_ns(CLOCK_MONOTONIC) - g_prog_start_ns.load()) / 1e9;
+        if (!k || s < 1.0) continue;
+        double cpu = (clock_ns(g_prog_clock) - g_prog_block_cpu_ns.load()) / 1e9;
+        char line[400];
+        int len = std::snprintf(line, sizeof line,
+                                "\ncuda_emu progress: launch %d, block %lld of %lld, %.1f s, %.1f s CPU in this block, "
+                                "kernel %s\n", g_prog_launch.load(), g_prog_block.load(), g_prog_blocks.load(), s,
+                                cpu < 0 ? 0.0 : cpu, k);
+        if (len > 0 && write(2, line, std::min<size_t>((size_t)len, sizeof line - 1)) < 0) return;
+    }
+}
+
+bool g_prog_on = false;
+
+void progress_start(const LaunchInfo& L) {
+    static const bool on = [] {
+        const char* env = std::getenv("CUDA_EMU_PROGRESS");
+        if (!env || !*env || *env == '0') return false;
+        if (pthread_getcpuclockid(pthread_self(), &g_prog_clock) != 0) return false;
+        std::thread(progress_watch).detach();
+        return true;
+    }();
+    g_prog_on = on;
+    if (!on) return;
+    g_prog_blocks = (long long)L.grid.x * L.grid.y * L.grid.z;
+    g_prog_block = 0;
+    g_prog_start_ns = clock_ns(CLOCK_MONOTONIC);
+    ++g_prog_launch;
+    g_prog_kernel = L.kernel;
+}
+
 void new_block(uint3 b) {
+    if (g_prog_on) {
+        g_prog_block_cpu_ns.store(clock_ns(g_prog_clock), std::memory_order_relaxed);
+        g_prog_block.fetch_add(1, std::memory_order_relaxed);
+    }
     blockIdx = b;
     new_interval();
     checks_new_block();
@@ -774,7 +837,9 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
     g_thread_ctx = ctx;
     g_rng = 0x9E3779B97F4A7C15ull * (g_seed | 1) + g_seed;
     std::memset(g_dyn_smem, 0xff, smem);  // NaN / -1: reading unwritten shared memory shows
+    globals_new_launch();
     checks_new_launch();
+    progress_start(g_launch);
     g_plain = !fibers;
 #ifdef CUDA_EMU_ASAN
     run_grid();
@@ -792,6 +857,8 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
     profile_end_launch();
     disarm_faults();
 #endif
+    globals_end_launch();
+    g_prog_kernel = nullptr;
     g_plain = false;
     std::fflush(stdout);  // kernel printf shows before the caller reads fd 1
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 #include "cuda_emu.h"
 
 namespace cuda_emu {
@@ -53,6 +54,13 @@ CUDA_EMU_API std::string thread_name(int linear);
 // "kernel.cu:42" for a code address in this library ("line ?" if unknown).
 CUDA_EMU_API std::string source_line(const void* pc);
 CUDA_EMU_API void checks_new_launch();
+
+// ---- the race detector for the launcher's outputs in global memory (globals.cpp) ----------
+extern CUDA_EMU_API bool g_race_outputs;  // this launch checks the accesses to the outputs
+CUDA_EMU_API void globals_new_launch();   // before checks_new_launch (which opens the windows)
+CUDA_EMU_API void globals_window(uintptr_t& lo, uintptr_t& span);  // widens [lo, lo+span) to the outputs
+CUDA_EMU_API void global_access(const void* p, size_t n, bool write, const void* pc);  // ignores non-outputs
+CUDA_EMU_API void globals_end_launch();   // reports two unordered writes of different values
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked
 
 // The access profile (profile.cpp), fed by the same access hooks as the race detector.

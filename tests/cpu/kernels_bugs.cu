@@ -117,3 +117,36 @@ __global__ void uninit_sum(const float* x, float* out, int n) {
     out[threadIdx.x] = acc;
 }
 extern "C" void uninit_sum_launch(const float* x, float* out, int n) { uninit_sum<<<1, 32>>>(x, out, n); }
+
+// Global-memory races on an output (the caller names `out` an output with cuda_emu_set_buffers).
+__global__ void blocks_add(float* out) {
+    out[threadIdx.x] += 1.f;  // BUG: every block adds to the same elements without atomicAdd
+}
+extern "C" void blocks_add_launch(float* out) { blocks_add<<<3, 8>>>(out); }
+
+__global__ void neighbour_read(float* out) {
+    out[threadIdx.x] = (float)threadIdx.x;  // WRITE: own element
+    out[64 + threadIdx.x] = out[(threadIdx.x + 1) % 32];  // BUG: reads a neighbour's element with no barrier
+}
+extern "C" void neighbour_read_launch(float* out) { neighbour_read<<<1, 32>>>(out); }
+
+__global__ void last_block_wins(float* out) {
+    if (threadIdx.x == 0) out[0] = (float)blockIdx.x;  // BUG: every block writes its own value to out[0]
+}
+extern "C" void last_block_wins_launch(float* out) { last_block_wins<<<4, 32>>>(out); }
+
+// Correct: a barrier orders the neighbour read; every lane writes the same word with the same
+// value; atomics; and a later launch reads what an earlier one wrote.
+__global__ void ordered_ok(float* out, unsigned* word) {
+    out[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[64 + threadIdx.x] = out[(threadIdx.x + 1) % 32];
+    unsigned bits = __ballot_sync(0xffffffffu, threadIdx.x % 2 == 0);
+    word[0] = bits;
+    atomicAdd(&out[128], 1.f);
+}
+__global__ void second_pass(float* out) { out[threadIdx.x] += out[64 + threadIdx.x]; }
+extern "C" void ordered_ok_launch(float* out, unsigned* word) {
+    ordered_ok<<<1, 32>>>(out, word);
+    second_pass<<<1, 32>>>(out);
+}

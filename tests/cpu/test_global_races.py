@@ -1,0 +1,76 @@
+"""Races on the outputs in global memory: the CPU backend runs blocks one after another, so a
+non-atomic read-modify-write from several blocks gave the right answer there (and lost updates
+on a GPU). Writes and reads of every output are tracked within a launch."""
+import pathlib
+
+import numpy as np
+import pytest
+
+from cpu_helpers import Lib, build, line_of
+from grader import grade
+
+HERE = pathlib.Path(__file__).parent
+SPLITK = (HERE / "splitk_race.cu").read_text()
+
+
+def test_split_k_without_atomics_fails_the_grade_naming_the_race():
+    r = grade.grade("naive", str(HERE / "splitk_race.cu"), backend="cpu", seed=1, scan=False)
+    assert not r.passed and not r.correct
+    assert "global-memory race" in r.message and "C[" in r.message, r.message
+    assert f"splitk_race.cu:{line_of(SPLITK, 'BUG: not atomic')}" in r.message, r.message
+    assert "block (" in r.message and "atomicAdd" in r.message
+
+
+def test_split_k_with_atomics_passes():
+    src = SPLITK.replace("C[row * N + col] += acc;", "atomicAdd(&C[row * N + col], acc);")
+    r = grade.grade("naive", src, backend="cpu", seed=1, scan=False)
+    assert r.passed, r.message
+
+
+BUGS = (HERE / "kernels_bugs.cu").read_text()
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return Lib(build(BUGS, "bugs_global"))
+
+
+def test_blocks_adding_to_one_element_race(lib):
+    out = np.zeros(8, np.float32)
+    lib.buffers(outputs={"out": out})
+    err = lib("blocks_add_launch", out)
+    assert err and "global-memory race on out[" in err, err
+    assert "block (1,0,0)" in err and "block (0,0,0)" in err
+    assert f"bugs_global.cu:{line_of(BUGS, 'BUG: every block adds')}" in err
+
+
+def test_unordered_read_of_a_neighbours_output_in_one_block(lib):
+    out = np.zeros(128, np.float32)
+    lib.buffers(outputs={"out": out})
+    err = lib("neighbour_read_launch", out)
+    assert err and "global-memory race on out[" in err and "reads" in err, err
+    assert f"bugs_global.cu:{line_of(BUGS, 'WRITE: own element')}" in err
+
+
+def test_writes_of_different_values_race_at_the_end_of_the_launch(lib):
+    out = np.zeros(1, np.float32)
+    lib.buffers(outputs={"out": out})
+    err = lib("last_block_wins_launch", out)
+    assert err and "global-memory race on out[0]" in err and "different value" in err, err
+
+
+def test_ordered_accesses_same_values_and_atomics_are_not_races(lib):
+    out = np.zeros(129, np.float32)
+    word = np.zeros(1, np.uint32)
+    lib.buffers(outputs={"out": out, "word": word})
+    assert lib("ordered_ok_launch", out, word) is None
+    lane = np.arange(32)
+    np.testing.assert_array_equal(out[:32], lane + (lane + 1) % 32)
+    assert out[128] == 32 and word[0] == 0x55555555
+
+
+def test_untracked_buffers_are_not_checked(lib):
+    out = np.zeros(8, np.float32)
+    lib.buffers()  # the launcher's arrays unnamed: nothing to check (a notebook's own calls)
+    assert lib("blocks_add_launch", out) is None
+    assert (out == 3).all()

@@ -1,0 +1,68 @@
+"""A kernel that outlasts the time limit on the CPU backend: the verdict says how far it got,
+and tells a slow kernel (blocks still finishing) from a stuck one."""
+import textwrap
+
+import pytest
+
+from grader import grade
+from grader.cpu import progress
+
+SLOW = textwrap.dedent("""\
+    // correct, but every thread does a lot of redundant work: far too slow for the CPU backend
+    __global__ void slow(const float* A, const float* B, float* C, int M, int N, int K) {
+        int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+        if (row >= M || col >= N) return;
+        float acc = 0.f;
+        for (int rep = 0; rep < 2000; ++rep) {
+            acc = 0.f;
+            for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+        }
+        C[row * N + col] = acc;
+    }
+    extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+        slow<<<dim3((N + 7) / 8, (M + 7) / 8), dim3(8, 8), 0, stream>>>(A, B, C, M, N, K);
+    }
+    """)
+STUCK = SLOW.replace("for (int rep = 0; rep < 2000; ++rep) {", "for (volatile int rep = 0; rep < 1; rep *= 1) {")
+
+
+TIMEOUT_S = 20  # the worker's start (python, torch) counts too, and this machine may be busy
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:  # both wait out their time limit: together
+        slow, stuck = pool.map(lambda src: grade.grade("naive", src, backend="cpu", seed=1, scan=False,
+                                                       timeout=TIMEOUT_S), [SLOW, STUCK])
+    return {"slow": slow, "stuck": stuck}
+
+
+def test_a_slow_kernel_is_not_called_a_hang(verdicts):
+    r = verdicts["slow"]
+    assert not r.passed
+    assert "did not finish within the time limit on the CPU backend" in r.message, r.message
+    assert "hang" not in r.message and "still advancing" in r.message
+    assert "kernel slow" in r.message and "block " in r.message and " of " in r.message
+    assert "cuda_emu progress" not in r.output
+
+
+def test_a_stuck_kernel_is_told_apart(verdicts):
+    r = verdicts["stuck"]
+    assert not r.passed
+    assert "did not finish within the time limit on the CPU backend" in r.message, r.message
+    assert "block 1 of" in r.message and "still advancing" not in r.message
+    # "that block had run for N s of CPU time" once it has had 3 s of CPU (a busy machine may not give it)
+
+
+def test_progress_lines_parse_and_strip():
+    out = ("hello\n\ncuda_emu progress: launch 2, block 3 of 40, 1.0 s, 0.1 s CPU in this block, kernel k<16>\n"
+           "\ncuda_emu progress: launch 2, block 9 of 40, 2.0 s, 0.2 s CPU in this block, kernel k<16>\nbye\n")
+    p = progress.last(out)
+    assert (p.launch, p.block, p.blocks, p.kernel, p.state) == (2, 9, 40, "k<16>", "advancing")
+    stuck = "".join(f"\ncuda_emu progress: launch 1, block 1 of 1, {s}.0 s, {s}.0 s CPU in this block, kernel k\n"
+                    for s in range(1, 6))
+    assert progress.last(stuck).state == "stuck"
+    assert progress.last(stuck.split("\n\n")[0] + "\n").state == "unknown"
+    assert progress.strip(out) == "hello\nbye\n".rstrip("\n") or "progress" not in progress.strip(out)
+    assert progress.last("nothing") is None
