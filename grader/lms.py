@@ -98,7 +98,8 @@ def nbgrader_cells(exercise: str, points_correct: float = 1, points_speed: float
              "assert _verdict.passed, _verdict.message")
 
     def cell(source, grade_id, points):
-        return {"cell_type": "code", "id": grade_id.replace("_", "-"), "execution_count": None, "outputs": [], "source": source,
+        return {"cell_type": "code", "id": grade_id.replace("_", "-"), "execution_count": None, "outputs": [],
+                "source": source,
                 "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True, "task": False,
                                           "points": points, "grade_id": grade_id, "schema_version": 3}}}
     return [cell(grade, f"{exercise}_correct", points_correct), cell(speed, f"{exercise}_fast", points_speed)]

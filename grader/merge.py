@@ -45,7 +45,8 @@ def _load(path: Path) -> dict:
     try:
         data = json.loads(js.read_text())
     except (OSError, ValueError) as e:
-        raise CannotGrade(f"{js}: cannot read this shard's gradebook ({e}); merge reads the JSON beside each CSV")
+        raise CannotGrade(f"{js}: cannot read this shard's gradebook ({e}); merge reads the JSON beside each CSV") \
+            from None
     if not isinstance(data, dict) or "shard" not in data or "grades" not in data:
         raise CannotGrade(f"{js}: not a shard's gradebook (no 'shard' entry): grade with batch --shard I/N")
     return data

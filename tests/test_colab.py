@@ -96,7 +96,8 @@ def test_first_cell_installs_the_course_outside_the_repository_and_grades(tmp_pa
 
     # what got installed: a real (non-editable) package that carries kernels/ as grader/_kernels
     where = subprocess.run([str(py), "-c", "import grader, grader.exercises as e; print(grader.__file__); "
-                                           "print(e.KERNELS_DIR); print(sorted(p.name for p in e.KERNELS_DIR.glob('*.cu')))"],
+                                           "print(e.KERNELS_DIR); "
+                                           "print(sorted(p.name for p in e.KERNELS_DIR.glob('*.cu')))"],
                            capture_output=True, text=True, cwd=content, env=env, check=True).stdout.splitlines()
     assert where[0].startswith(str(tmp_path / "venv")), where
     assert where[1].endswith("grader/_kernels") and "01_naive.cu" in where[2] and "02_tiled.cu" in where[2]
@@ -119,4 +120,5 @@ def test_every_solution_starts_with_the_same_bootstrap_and_the_repository_is_pyp
 def test_readme_links_every_notebook_to_colab():
     readme = (ROOT / "README.md").read_text()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert lab.colab_url(f"notebooks/{path.name}") in readme, f"README lacks the Colab link of {path.name}: python -m grader.lab --write-readme"
+        assert lab.colab_url(f"notebooks/{path.name}") in readme, \
+            f"README lacks the Colab link of {path.name}: python -m grader.lab --write-readme"

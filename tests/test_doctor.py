@@ -139,7 +139,8 @@ def test_gpu_listed_but_the_driver_is_too_old_for_torch(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{smi.parent}:{os.environ['PATH']}")
 
     def unavailable():
-        warnings.warn("CUDA initialization: The NVIDIA driver on your system is too old (found version 12020).")
+        warnings.warn("CUDA initialization: The NVIDIA driver on your system is too old (found version 12020).",
+                      stacklevel=2)
         return False
     torch = types.SimpleNamespace(version=types.SimpleNamespace(cuda="13.0"),
                                   cuda=types.SimpleNamespace(is_available=unavailable))
