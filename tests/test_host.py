@@ -72,3 +72,17 @@ def test_compile_errors_name_the_learners_line():
     with pytest.raises(Exception, match=r"mine\.cu:2"):
         host.build('extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n'
                    '    undefined_thing;\n}\n', "cpu_blocked", "mine.cu")
+
+
+def test_work_skipped_when_the_pointers_repeat_fails_in_the_timed_runs():
+    # the timed rounds reuse the same buffers: a kernel that skips the work when A and C are the ones it
+    # saw last would time as nearly free; the inputs are redrawn and C poisoned before every round
+    blocked = (KERNELS / "00_cpu_blocked.cu").read_text()
+    src = blocked.replace("extern \"C\" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {",
+                          "static const float* seen_a = nullptr;\nstatic float* seen_c = nullptr;\n"
+                          "extern \"C\" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+                          "    if (A == seen_a && C == seen_c && (long)M * N * K > 50000000) return;  // only at the timed size\n"
+                          "    seen_a = A; seen_c = C;")
+    assert "seen_a" in src
+    r = grade.grade("cpu_blocked", src)
+    assert not r.passed and "timed runs" in r.message, r.message
