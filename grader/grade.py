@@ -143,8 +143,7 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
             for i, c in enumerate(cases)]
     run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu,
-                             gpu_lock=gpu_lock, lock_wait=lock_wait,
-                             extra_env=cpu_progress.ENV if backend == "cpu" else None)
+                             gpu_lock=gpu_lock, lock_wait=lock_wait)
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
         raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
     output = cpu_progress.strip(run.output)  # the CPU backend's progress lines are for _died_message

@@ -1,6 +1,6 @@
 """How far a kernel got on the CPU backend when it ran out of time.
 
-The worker runs with ENV set; then the runtime writes a line to stderr every second while a
+The worker sets CUDA_EMU_PROGRESS=1 on the CPU backend; then the runtime writes a line to stderr every second while a
 launch has run for a second or more (runtime.cpp, "Progress"):
     cuda_emu progress: launch 3, block 37 of 144, 12.0 s, 0.4 s CPU in this block, kernel tiled<16>
 The CPU backend runs every GPU thread one after another, so a correct kernel that does much
@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ENV = {"CUDA_EMU_PROGRESS": "1"}
 STUCK_S = 3.0  # one block has used this much CPU time: more likely stuck than slow
 _LINE = re.compile(r"^cuda_emu progress: launch (\d+), block (\d+) of (\d+), ([\d.]+) s, ([\d.]+) s CPU in this "
                    r"block, kernel (.*)$", re.M)
