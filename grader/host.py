@@ -13,6 +13,7 @@ rules as the GPU timing, with a monotonic clock instead of CUDA events. Timed on
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import secrets
 import shutil
@@ -26,7 +27,7 @@ import numpy as np
 
 from . import contract, toolchain
 from .errors import CannotGrade, CompileError
-from .machine import cpu_name  # noqa: F401 (the worker reports the CPU it timed on)
+from .machine import cpu_name  # the CPU a build is for, and that the worker reports timing on
 from .procs import run_all
 
 GXX = os.environ.get("CXX", "g++")
@@ -41,7 +42,8 @@ def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: floa
     if not shutil.which(GXX):
         raise CannotGrade(f"{GXX} not found: the CPU exercises need a C++ compiler (g++).")
     timeout = timeout or toolchain.COMPILE_TIMEOUT_S
-    ident = f"host {GXX} {' '.join(HOST_FLAGS)} {_gxx_version()}"
+    # -march=native code runs only on this kind of CPU: a cache shared between machines keys on it
+    ident = f"host {GXX} {' '.join(HOST_FLAGS)} {_gxx_version()} {cpu_name()} {os.uname().machine}"
     key = toolchain._key("host", ident, exercise, filename, source)
     out = toolchain.cache_dir() / "host" / key / "kernel.so"
     if out.exists():
@@ -67,6 +69,7 @@ def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: floa
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _gxx_version() -> str:
     results = run_all([[GXX, "--version"]], None, 30)
     return results[0][1].split("\n")[0] if results else "?"
