@@ -179,18 +179,21 @@ def line_cost(p, key) -> dict | None:
 
 def thread_data(p, block, thread) -> dict[str, dict]:
     """The elements of each buffer (launcher matrices and __shared__ arrays, 32 banks wide) that
-    thread `thread` (tx, ty, tz) of block `block` reads and writes, as plots.cells panels."""
+    thread `thread` (tx, ty, tz) of block `block` reads and writes, as plots.cells panels; the
+    block's own writes to a launcher buffer (its tile of C) are outlined."""
     acc = accesses(p.trace)
     block, thread = tuple(block), tuple(thread)
     shapes = buffer_shapes(p.exercise, p.shape)
     ext = shared_extent(acc)
-    reads, writes = defaultdict(Counter), defaultdict(Counter)
+    reads, writes, block_writes = defaultdict(Counter), defaultdict(Counter), defaultdict(set)
     for a in acc:
         if a.block != block:
             continue
         for _, tid, off, size in a.lanes:
             if tid == thread:
                 (reads if a.op == "ld" else writes)[a.buffer].update(_elements(off, size))
+            if a.op == "st" and a.space == "global":
+                block_writes[a.buffer].update(_elements(off, size))
     panels = {}
     names = [b for b in shapes if b in reads or b in writes] + sorted(b for b in ext if b in reads or b in writes)
     for name in names:
@@ -203,6 +206,11 @@ def thread_data(p, block, thread) -> dict[str, dict]:
                        ("read and written", [_cell(i, cols) for i in r & w])],
             "note": f"{sum(reads[name].values())} element reads, {sum(writes[name].values())} writes",
             "xlabel": "bank" if shared else "column", "ylabel": "128-byte row" if shared else "row"}
+        if not shared and block_writes[name]:
+            cells = [_cell(i, cols) for i in block_writes[name]]
+            rs, cs = [c[0] for c in cells], [c[1] for c in cells]
+            panels[name]["box"] = (min(rs), min(cs), max(rs) + 1, max(cs) + 1)
+            panels[name]["note"] += "; the block's tile outlined"
     return panels
 
 
