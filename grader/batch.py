@@ -39,8 +39,8 @@ FIELDS = ["student_id", "assignment", "exercise", "backend", "compiled", "correc
           "source_sha256", "grader_version", "timestamp", "seconds", "evidence"]
 # ---------------------------------------------------------------------------- gradebook
 GRADING_MODULES = ("grade.py", "checks.py", "worker.py", "sandbox.py", "protocol.py", "exercises.py", "submissions.py",
-                   "profile.py",
-                   "forbidden.py", "contract.py", "toolchain.py", "binding.py", "timing.py", "errors.py")
+                   "profile.py", "forbidden.py", "linkcheck.py", "contract.py", "toolchain.py", "binding.py",
+                   "timing.py", "errors.py")
 
 
 def grader_version() -> str:
@@ -247,7 +247,8 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     def compile_one(item):
         sub, _ = item
         try:
-            if isinstance(sub.source, str) and sub.source.strip() and not forbidden.scan(sub.source):
+            if isinstance(sub.source, str) and sub.source.strip() and \
+                    not forbidden.scan(sub.source, timeout=compile_timeout):
                 # the file name phase 2 gives it (grade reads the file), so phase 2 finds this build or its error
                 toolchain.build(sub.source, backend=backend, exercise=exercise, timeout=compile_timeout,
                                 filename=kernel_filename(sub.path))

@@ -22,6 +22,11 @@ class CompileError(SubmissionError):
         self.log = log or message
 
 
+class Forbidden(SubmissionError):
+    """The submission uses what a kernel file may not: found by the source scan (forbidden.py) or
+    in the built object (linkcheck.py). The message starts with 'forbidden:'."""
+
+
 class LauncherError(SubmissionError):
     """A launcher the contract requires is missing or misspelt."""
 

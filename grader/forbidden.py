@@ -8,10 +8,10 @@ A submission must do the work itself, in its own kernels. So the scan refuses:
     torch (ATen, c10), and any `#include` outside a short allow-list (headers for
     threads, files, processes, signals or dlopen are named as such; no `..`);
   - library functions for loading code, processes, threads, system calls, files and
-    descriptors, the environment, exits, signals and long jumps: a distinctive name
+    descriptors, the environment, exits, signals and long jumps, by a distinctive name
     (fopen, getenv, _Exit...) wherever it appears, taken as a pointer or spelled in a
-    string too; a common word (write, close, exit...) everywhere but as a member
-    (x.write, p->close), so a variable called `write` is refused as well;
+    string too. Common words (write, close, exit...) are left to the check of the built
+    object (linkcheck.py), so a variable called `write` or `exit` is fine;
   - asm that is not plain inline PTX: asm labels (`f() asm("getenv")`), templates
     that are not written-out string literals, and host instructions, data directives
     or symbol references in a template (syscall, .byte, call, @plt);
@@ -21,24 +21,31 @@ A submission must do the work itself, in its own kernels. So the scan refuses:
     pasting (##), \\u in code, keywords redefined by #define;
   - work hidden from the timer: streams of its own (cudaStreamCreate*,
     cudaStreamPerThread, graphs, host callbacks), device-wide settings.
-Comments are not code: a comment that mentions cuBLAS is fine. The lexer joins line
-splices (backslash, blanks, newline) as g++ does, reads %: as #, and knows raw
-strings R"d(...)d" (a splice inside one is refused) and digit separators (1'000).
+Comments are not code: a comment that mentions cuBLAS is fine. The lexer ends lines where
+g++ and nvcc do (\n, \r\n and a lone \r), joins line splices (backslash, horizontal
+blanks including \f and \v, newline), reads %: as #, and knows raw strings R"d(...)d"
+(a splice inside one is refused) and digit separators (1'000).
+
+The scan takes time linear in the file (macro chains are resolved through an index), a file
+over MAX_BYTES is refused without scanning, and a scan that outlasts its time limit refuses
+the file rather than stall the grader.
 
 Not caught: code run at load by a namespace-scope object's constructor (struct S
 {S(){...}} s;) or any dynamic initialiser (static int x = f();): telling those apart
-needs a parser, and what they call is scanned all the same. This is a first line,
-not the security boundary: the child process and the parent's own checks are (see
-README, "Security model"). A determined author of native code can get past any
-static scan; run untrusted batches in a container.
+needs a parser. This is the friendly early message, not the enforcement: what the built
+code calls is checked in the object itself (linkcheck.py), and the child process and the
+parent's own checks stand behind both (see README, "Security model").
 """
 from __future__ import annotations
 
 import bisect
 import re
+import time
 import unicodedata
 from dataclasses import dataclass
 
+MAX_BYTES = 1_000_000   # a kernel file is a few KB; a larger one is refused before anything reads it
+SCAN_TIMEOUT_S = 10.0   # linear, so about 1 s for MAX_BYTES of macros on a slow core; a stall refuses the file
 ALLOWED_INCLUDES = (
     "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h", "device_launch_parameters.h", "vector_types.h",
     "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h", "cuda_pipeline.h", "cuda_awbarrier.h",
@@ -99,14 +106,22 @@ _FUNCTIONS = {
         "exit _Exit abort atexit at_quick_exit quick_exit on_exit kill raise signal sigaction "
         "setjmp longjmp sigsetjmp siglongjmp",
 }
-# Common words: refused as identifiers but not as members (x.write, p->close); in strings only in asm.
-# A variable called `write` is refused too: telling it from the function needs scopes.
+# Common words: a variable or member may well be called `write` or `exit`, so the scan names them only with
+# leading underscores (_exit, __write) or in asm; the built object's check (linkcheck.py) refuses the calls.
 _COMMON = ("open creat write close dup pipe socket connect remove rename signal raise kill exit abort system "
            "fork clone splice").split()
 _WHY = {name: why for why, names in _FUNCTIONS.items() for name in names.split()}
 _DISTINCT = [n for n in _WHY if n not in _COMMON]
 _NAME = r"(?:__builtin_)?(?:_*({d})|_+({c}))(?:64)?\b".format(d="|".join(_DISTINCT), c="|".join(_COMMON))
-_COMMON_NAME = r"(?<![\w$.])(?<!->)(?:__builtin_)?({c})(?:64)?\b".format(c="|".join(_COMMON))
+
+
+def function_reason(name: str) -> str | None:
+    """Why a kernel file may not call the library function `name` (also _exit, __write, open64,
+    __builtin_exit), or None when it is not one of those named here."""
+    m = re.fullmatch(r"(?:__builtin_)?_*(\w+?)(?:64)?", name)
+    return _WHY.get(m.group(1)) if m else None
+
+
 _ASM_WORDS = ("asm", "__asm", "__asm__")
 _ASM_QUALIFIERS = r"(?:\s*\b(?:volatile|__volatile__|__volatile|goto|inline|__inline__|__inline)\b)*"
 _ASM_WHY = "host assembly that leaves the sandbox (system calls, raw bytes, calls into libraries) is not allowed"
@@ -117,7 +132,6 @@ _ASM_WHY = "host assembly that leaves the sandbox (system calls, raw bytes, call
 _RULES = [("bare", p, why) for p, why in _LIBRARIES] + [
     # why None: the function's own reason, from _WHY
     ("bare", re.compile(r"\b" + _NAME), None),
-    ("bare", re.compile(_COMMON_NAME), None),
     ("strings", re.compile(r"\b" + _NAME), None),   # a name for an asm label, an alias, or dlsym by other means
     ("bare", re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b"),
      "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given"),
@@ -165,15 +179,36 @@ _ESCAPE = re.compile(r"\\(x\{[0-9a-fA-F]*\}|o\{[0-7]*\}|u\{[0-9a-fA-F]*\}|N\{[^}
 
 
 def _blank(text: str) -> str:
-    return re.sub(r"[^\n]", " ", text)
+    return _NOT_NEWLINE.sub(" ", text) if "\n" in text else " " * len(text)
 
 
-def _lex(text: str):
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+class _TooSlow(Exception):
+    pass
+
+
+class _Clock:
+    """A deadline the scan's loops check (every 4096 steps): a file that outlasts it is refused, not waited on."""
+
+    def __init__(self, seconds: float):
+        self.end, self.steps = time.monotonic() + seconds, 0
+
+    def tick(self) -> None:
+        self.steps += 1
+        if not self.steps & 4095 and time.monotonic() > self.end:
+            raise _TooSlow
+
+
+def _lex(text: str, clock: _Clock | None = None):
     """(code, bare, literals): the text with comments blanked; also with the insides of strings and
     chars blanked (all three the same length, so offsets and lines agree); and each string literal
     as (start, end, body start, body end, raw)."""
     code, bare, literals, last = [], [], [], 0
+    tick = clock.tick if clock else lambda: None
     for m in _TOKEN.finditer(text):
+        tick()
         kind = _KIND[m.lastgroup]
         if kind == "num":
             continue   # a number with a digit separator (1'000): kept as it is
@@ -215,14 +250,21 @@ def _unescape(body: str) -> str:
     return _ESCAPE.sub(one, body)
 
 
+def _line_ends(source: str) -> str:
+    """Every line end as \n: g++ and nvcc end a line at \r\n, \n and a lone \r (a `//` comment too), and
+    count it as one line, so line numbers agree."""
+    return source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in source else source
+
+
 def _splice(source: str) -> tuple[str, list[int]]:
-    """A backslash, blanks and a newline join lines (GCC does, with a warning): the text joined, the newlines
-    moved after the joined line (so every line keeps its number), and where each join is in the new text."""
+    """A backslash, horizontal blanks (space, tab, \f, \v; GCC also skips NUL) and a newline join lines (GCC
+    does, with a warning): the text joined, the newlines moved after the joined line (so every line keeps its
+    number), and where each join is in the new text. Line ends are \n already (_line_ends)."""
     if "\\" not in source:
         return source, []
     pieces, held, length, joins = [], 0, 0, []
     for line in source.split("\n"):
-        splice = re.search(r"\\[ \t]*\r?$", line)
+        splice = re.search(r"\\[ \t\f\v\0]*$", line)
         piece = line[:splice.start()] if splice else line + "\n" * (held + 1)
         pieces.append(piece)
         length += len(piece)
@@ -233,52 +275,94 @@ def _splice(source: str) -> tuple[str, list[int]]:
 
 
 def _asm_words(bare: str) -> tuple[set[str], set[str]]:
-    """asm and its spellings, plus the macros whose body uses one (and which of those take no arguments)."""
+    """asm and its spellings, plus the macros whose body uses one, through any chain of macros (and which of
+    those take no arguments). Linear: each body is read once into an index word -> macros using it, and the
+    chains are followed from asm outwards (a 290 KB file of chained #defines took 130 s done by rounds)."""
     defines = re.findall(r"^[ \t]*#[ \t]*define[ \t]+([\w$]+)(\(?)(.*)$", bare, re.M)
-    words, grew = set(_ASM_WORDS), True
-    while grew:
-        grew = False
-        for name, paren, body in defines:
-            if name not in words and words & set(re.findall(r"[\w$]+", body)):
+    users: dict[str, set[str]] = {}
+    for name, _, body in defines:
+        for word in set(re.findall(r"[\w$]+", body)):
+            users.setdefault(word, set()).add(name)
+    words, todo = set(_ASM_WORDS), list(_ASM_WORDS)
+    while todo:
+        for name in users.get(todo.pop(), ()):
+            if name not in words:
                 words.add(name)
-                grew = True
+                todo.append(name)
     return words, {name for name, paren, _ in defines if name in words and not paren} | set(_ASM_WORDS)
 
 
-def _ends_declarator(before: str) -> bool:
-    """Whether `before` ends like a declarator (a name, `)` or `]`): an asm there is a label, which gives
-    the declaration another symbol's name (getenv). Not so after if/for/while (...), else or do."""
-    end = re.search(r"(\)|\]|(?<![\w$])[\w$]+)\s*$", before)
-    if not end or end.group(1) in ("else", "do", "__extension__"):
+_BACK = 256   # how far back a declarator's end is looked for before an asm: keeps the scan linear
+_DIRECTIVE = re.compile(r"[ \t]*#")
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+[\w$]+(\([^)]*\))?")
+_ASM_CALL = re.compile(_ASM_QUALIFIERS + r"\s*\(")
+
+
+def _paren_pairs(bare: str) -> dict[int, int]:
+    """For each `)` the offset of its `(`: in code across lines (directive lines skipped), in a directive
+    within its own line. One pass."""
+    pairs, code, local, directive = {}, [], [], False
+    for m in re.finditer(r"[()]|^[ \t]*#|\n", bare, re.M):
+        c = m.group()
+        if c == "\n" or c.endswith("#"):
+            directive, local = c != "\n", []
+            continue
+        stack = local if directive else code
+        if c == "(":
+            stack.append(m.start())
+        elif stack:
+            pairs[m.start()] = stack.pop()
+    return pairs
+
+
+def _last_word(text: str) -> str:
+    """The identifier `text` ends with (its last 64 characters: enough for a keyword)."""
+    m = re.match(r"[\w$]+", text[-64:][::-1])
+    return m.group(0)[::-1] if m else ""
+
+
+def _ends_declarator(text: str, start: int, end: int, pairs: dict[int, int]) -> bool:
+    """Whether text[start:end] ends like a declarator (a name, `)` or `]`): an asm there is a label, which
+    gives the declaration another symbol's name (getenv). Not so after if/for/while (...), else or do."""
+    window = text[max(start, end - _BACK):end].rstrip()
+    if not window:
         return False
-    i, depth = end.start(1), 0
-    while end.group(1) == ")" and i >= 0:   # back to the matching (
-        depth += {")": 1, "(": -1}.get(before[i], 0)
-        if depth == 0:
-            return re.search(r"[\w$]*\s*$", before[:i]).group(0).strip() not in ("if", "for", "while", "switch",
-                                                                                "constexpr")
-        i -= 1
-    return True
+    if window[-1] == "]":
+        return True
+    if window[-1] == ")":
+        opening = pairs.get(max(start, end - _BACK) + len(window) - 1)
+        if opening is None or opening < start:
+            return True
+        word = _last_word(text[max(start, opening - _BACK):opening].rstrip())
+        return word not in ("if", "for", "while", "switch", "constexpr")
+    word = _last_word(window)
+    return bool(word) and word not in ("else", "do", "__extension__")
 
 
-def _asm(text: str, bare: str, literals: list):
+def _asm(text: str, bare: str, literals: list, clock: _Clock):
     """Problems with asm as [(offset, what, why)]: labels, and templates that are not string literals;
     and each template's text as [(offset, text)], for the rules on "asm"."""
     found, templates = [], []
     words, plain = _asm_words(bare)
     starts = [lit[0] for lit in literals]
     flat = re.sub(r"(?m)^[ \t]*#.*$", lambda d: _blank(d.group(0)), bare)   # directive lines blanked
-    for m in re.finditer(r"(?<![\w$])(" + "|".join(map(re.escape, sorted(words))) + r")(?![\w$])", bare):
-        head = bare[bare.rfind("\n", 0, m.start()) + 1:m.start()]
-        define = re.match(r"[ \t]*#[ \t]*define[ \t]+[\w$]+(\([^)]*\))?", head)
-        if head.lstrip().startswith("#") and not define:
-            continue   # #ifdef, #undef, or the name of a macro being defined
-        before = head[define.end():] if define else flat[max(0, m.start() - 1000):m.start()]
-        if _ends_declarator(before):
-            found.append((m.start(), m.group(1), "asm labels are not allowed (they can name any library function)"))
+    pairs = _paren_pairs(bare)
+    newlines = [m.start() for m in re.finditer("\n", bare)]
+    for m in re.finditer(r"(?<![\w$])[\w$]+", bare):   # every identifier once; a set says which are asm
+        clock.tick()
+        word = m.group(0)
+        if word not in words:
             continue
-        call = re.compile(_ASM_QUALIFIERS + r"\s*\(").match(bare, m.end())
-        if m.group(1) not in plain or not call:
+        i = bisect.bisect_left(newlines, m.start())
+        line_start = newlines[i - 1] + 1 if i else 0
+        define = _DEFINE.match(bare, line_start)
+        if _DIRECTIVE.match(bare, line_start) and not (define and define.end() <= m.start()):
+            continue   # #ifdef, #undef, or the name of a macro being defined
+        if _ends_declarator(bare if define else flat, define.end() if define else 0, m.start(), pairs):
+            found.append((m.start(), word, "asm labels are not allowed (they can name any library function)"))
+            continue
+        call = _ASM_CALL.match(bare, m.end())
+        if word not in plain or not call:
             continue
         p, k, pieces = call.end(), bisect.bisect_left(starts, call.end()), []
         while True:   # the template: string literals, written out, then `:` or `)`
@@ -291,8 +375,7 @@ def _asm(text: str, bare: str, literals: list):
         if bare[p:p + 1] in (":", ")"):
             templates.append((m.start(), "".join(pieces)))
         else:
-            found.append((m.start(), m.group(1) + "(...)",
-                          "an asm template must be written-out string literals (no macros)"))
+            found.append((m.start(), word + "(...)", "an asm template must be written-out string literals (no macros)"))
     return found, templates
 
 
@@ -301,12 +384,15 @@ def _strings(text: str, bare: str, literals: list) -> list[tuple[int, str]]:
     runs, end = [], None
     for s, e, ts, te, raw in literals:
         body = text[ts:te] if raw else _unescape(text[ts:te])
-        if runs and re.fullmatch(r"\s*(u8|[uUL])?", bare[end:s]):
-            runs[-1] = (runs[-1][0], runs[-1][1] + body)
+        if runs and _BETWEEN_LITERALS.fullmatch(bare, end, s):
+            runs[-1][1].append(body)
         else:
-            runs.append((s, body))
+            runs.append((s, [body]))
         end = e
-    return runs
+    return [(s, "".join(parts)) for s, parts in runs]
+
+
+_BETWEEN_LITERALS = re.compile(r"\s*(u8|[uUL])?")
 
 
 def _includes(code: str) -> list[tuple[int, str, str]]:
@@ -327,13 +413,32 @@ def _includes(code: str) -> list[tuple[int, str, str]]:
     return found
 
 
-def scan(source: str) -> list[Problem]:
-    """Everything forbidden in `source`, in order of lines, one per line (empty list: may be compiled)."""
-    text, joins = _splice(source.lstrip("\ufeff"))
-    code, bare, literals = _lex(text)
+def scan(source: str, timeout: float | None = None) -> list[Problem]:
+    """Everything forbidden in `source`, in order of lines, one per line (empty list: may be compiled).
+
+    A file over MAX_BYTES, or one whose scan outlasts `timeout` seconds (default: the compile time limit,
+    toolchain.COMPILE_TIMEOUT_S), is refused with one Problem that says so.
+    """
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        return [Problem(1, f"{size / 1e6:.1f} MB", f"a kernel file may be at most {MAX_BYTES / 1e6:g} MB: "
+                           "compute tables in code rather than writing them out")]
+    if timeout is None:
+        from .toolchain import COMPILE_TIMEOUT_S   # here, not at the top: toolchain imports this module's users
+        timeout = COMPILE_TIMEOUT_S
+    try:
+        return _scan(source, _Clock(timeout))
+    except _TooSlow:
+        return [Problem(1, "the whole file", f"the scan for forbidden constructs did not finish within {timeout:g} s "
+                                             "(the compile time limit): simplify the file (fewer macros)")]
+
+
+def _scan(source: str, clock: _Clock) -> list[Problem]:
+    text, joins = _splice(_line_ends(source.lstrip("\ufeff")))
+    code, bare, literals = _lex(text, clock)
     # digraphs are tokens (not in strings): %:%: is ##, %: is # (same length, so offsets stay)
     code, bare = (t.replace("%:%:", "##  ").replace("%:", "# ") for t in (code, bare))
-    asm_found, templates = _asm(text, bare, literals)
+    asm_found, templates = _asm(text, bare, literals, clock)
     found = _includes(code) + asm_found
     for s, e, _, _, raw in literals:
         # a raw string keeps its backslash-newlines: joining them could end it early here but not for g++
@@ -343,13 +448,9 @@ def scan(source: str) -> list[Problem]:
     for where, pattern, why in _RULES:
         for offset, chunk in texts[where]:
             for m in pattern.finditer(chunk):
-                if why is None:   # a library function: the reason is by name
-                    name = next(g for g in m.groups() if g)
-                    why_here = _WHY[name]
-                    if name in _COMMON and where == "bare" and not re.match(r"\s*\(", chunk[m.end():m.end() + 80]):
-                        why_here += f" (a variable called {name} too: rename it; a member, x.{name}, is fine)"
-                found.append((offset + m.start() if where in ("bare", "code") else offset,
-                              m.group(0).strip(), why if why is not None else why_here))
+                clock.tick()
+                found.append((offset + m.start() if where in ("bare", "code") else offset, m.group(0).strip(),
+                              why if why is not None else _WHY[next(g for g in m.groups() if g)]))
     newlines = [m.start() for m in re.finditer("\n", text)]
     problems, seen = [], set()
     for line, (offset, what, why) in sorted(((bisect.bisect_left(newlines, f[0]) + 1, f) for f in found),

@@ -18,7 +18,7 @@ import torch
 
 from . import binding, checks, contract, exercises, forbidden, host, profile, sandbox, shapes, submissions, toolchain
 from .cpu import progress as cpu_progress
-from .errors import CannotGrade, CompileError, GraderError, SubmissionError
+from .errors import CannotGrade, CompileError, Forbidden, GraderError, SubmissionError
 
 SCHEDULES_CPU = [0, 12345]  # in order, then shuffled: a race changes the result
 
@@ -73,7 +73,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
 
     timeout: seconds the child may run the kernel (all shapes and the timed runs);
     compile_timeout: seconds nvcc or g++ may take; gpu: the GPU index the child runs on (batch);
-    scan=False skips the forbidden-construct scan (only for the grader's own tests);
+    scan=False skips the forbidden-construct scan and the check of what the built code calls
+    (only for the grader's own tests of its other defences);
     gpu_lock, lock_wait: batch --per-gpu, several children share one GPU (grader.sandbox);
     require_gpu: only a timed GPU verdict counts (CannotGrade without a GPU, or with backend "cpu");
     profile_on_gpu: on a GPU also count accesses on the CPU backend (reported, not judged).
@@ -96,14 +97,16 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         source, filename = submissions.read(source_or_path, exercise)
         if not source.strip():
             raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
-        problems = forbidden.scan(source) if scan else []
+        problems = forbidden.scan(source, timeout=compile_timeout) if scan else []
         if problems:
-            res.message = forbidden.message(problems, filename)
-            res.hint = ("Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
-                        "runtime and standard headers only; the list above says what to remove.")
-            return res
+            raise Forbidden(forbidden.message(problems, filename))
         build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename,
-                                timeout=compile_timeout)
+                                timeout=compile_timeout, check_calls=scan)
+    except Forbidden as e:  # the source scan, or the check of what the built code calls
+        res.message = str(e)
+        res.hint = ("Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
+                    "runtime and standard headers only; the list above says what to remove.")
+        return res
     except CompileError as e:
         res.message = f"does not compile:\n{e}"
         return res

@@ -1,12 +1,17 @@
 """Build a kernel file into a shared library, once per distinct input.
 
 Two backends compile the same source:
-  cuda: nvcc -shared for the current GPU's architecture only (about 1 s);
+  cuda: nvcc -c for the current GPU's architecture only, then nvcc -shared (about 1 s);
   cpu:  g++ with the CPU backend's emulation header (grader.cpu).
 
-Libraries are cached under `cache_dir()` by a hash of source, exercise, flags,
-toolchain version and target architecture, so an unchanged cell or submission
-never recompiles. The contract's launcher declarations are prepended (behind a
+Between compiling and linking, the object of the submission's own translation unit is
+checked (grader/linkcheck.py): what it calls must be on its backend's allow-list, and its
+host code may make no system calls. A refused build raises Forbidden. Only that object is
+checked: the CUDA runtime nvcc links in statically imports dlopen and pthread_* itself.
+
+Libraries, and refusals, are cached under `cache_dir()` by a hash of source, exercise, flags,
+toolchain version, target architecture and the allow-list's version, so an unchanged cell or
+submission never recompiles. The contract's launcher declarations are prepended (behind a
 `#line 1` directive, so diagnostics keep the learner's line numbers): a launcher
 with the wrong parameter types is then a compile error at the learner's line.
 """
@@ -19,14 +24,17 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import contract
-from .errors import CannotGrade, CompileError
+from . import contract, linkcheck
+from .errors import CannotGrade, CompileError, Forbidden
 from .procs import run_all
 
-NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-shared", "--std=c++17")
+# compile (-c); the link is `nvcc -shared`. -g1 for the host code: the call check names the learner's line.
+NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-Xcompiler", "-g1", "--std=c++17")
+REFUSED = "forbidden.txt"   # in a build's cache folder instead of kernel.so: the call check refused it
 COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
 MAX_MESSAGE_LINES = 40
 
@@ -113,12 +121,14 @@ _FAILED: dict[tuple[str, float], CompileError] = {}  # compile errors of this pr
 
 def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
           filename: str = "kernel.cu", extra_flags: tuple[str, ...] = (),
-          sanitize: bool = False, timeout: float | None = None) -> Build:
+          sanitize: bool = False, timeout: float | None = None, check_calls: bool = True) -> Build:
     """Compile `source` (a kernel file's text) and return the cached library.
 
     Raises CompileError with the compiler's diagnostics (the learner's line
     numbers) when the source does not compile or outlasts `timeout` seconds
-    (default COMPILE_TIMEOUT_S), CannotGrade when the toolchain is missing.
+    (default COMPILE_TIMEOUT_S), Forbidden when the built object calls what a
+    kernel file may not (grader.linkcheck; check_calls=False skips that, for the
+    grader's own tests of its other defences), CannotGrade when the toolchain is missing.
     """
     timeout = timeout or COMPILE_TIMEOUT_S
     if backend == "cuda":
@@ -127,7 +137,7 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             raise CannotGrade("nvcc not found. Install the CUDA toolkit (its major version must match "
                               "torch.version.cuda) or set CUDA_HOME; or use --backend cpu.")
         arch = gpu_arch()
-        ident = f"nvcc {nvcc_version()} {arch}"
+        ident = f"nvcc {nvcc_version()} {arch} {' '.join(NVCC_FLAGS)}"
     elif backend == "cpu":
         from . import cpu, hostcc
         hostcc.require()  # no g++, or clang: the machine's problem (exit 2), not the kernel's
@@ -135,11 +145,14 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
     else:
         raise CannotGrade(f"unknown backend {backend!r}: use cuda or cpu")
 
-    key = _key(backend, ident, exercise or "", " ".join(extra_flags), filename, source)
+    checked = f"linkcheck {linkcheck.VERSION}" if check_calls else "calls unchecked"
+    key = _key(backend, ident, checked, exercise or "", " ".join(extra_flags), filename, source)
     out_dir = cache_dir() / backend / key
     lib = out_dir / "kernel.so"
     if lib.exists():
         return Build(lib, backend, exercise, key, cached=True)
+    if (out_dir / REFUSED).exists():
+        raise Forbidden((out_dir / REFUSED).read_text())
     failed = _FAILED.get((key, timeout))
     if failed:  # the same text failed in this process (batch: phase 1, then phase 2): fail again at once
         raise CompileError(str(failed), failed.log)
@@ -148,16 +161,20 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=out_dir.parent))
     try:
         if backend == "cuda":
-            _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout)
+            _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout, check_calls)
         else:
             from . import cpu
             cpu.compile_library(source, work / "kernel.so", filename=filename,
                                 prelude=contract.declarations(exercise) if exercise else "",
-                                sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags)
-        try:
-            work.rename(out_dir)  # atomic publish; a concurrent build may have won
-        except OSError:
-            shutil.rmtree(work, ignore_errors=True)
+                                sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags,
+                                check_calls=check_calls)
+        _publish(work, out_dir)
+    except Forbidden as e:  # cached like a build: the same file is refused at once next time
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        (work / REFUSED).write_text(str(e))
+        _publish(work, out_dir)
+        raise
     except CompileError as e:
         shutil.rmtree(work, ignore_errors=True)
         if backend == "cpu":  # nvcc's messages get the contract's signatures in diagnostics()
@@ -170,18 +187,35 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
     return Build(lib, backend, exercise, key, cached=False)
 
 
+def _publish(work: Path, out_dir: Path) -> None:
+    try:
+        work.rename(out_dir)  # atomic publish; a concurrent build may have won
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filename: str,
-                  work: Path, extra_flags: tuple[str, ...], timeout: float) -> str:
-    src = work / "kernel.cu"
+                  work: Path, extra_flags: tuple[str, ...], timeout: float, check_calls: bool = True) -> str:
+    """nvcc -c, the call check on that object (not on the static CUDA runtime), then nvcc -shared."""
+    src, obj = work / "kernel.cu", work / "kernel.o"
     src.write_text(_with_prelude(source, exercise, filename) + CUDA_EPILOGUE)
-    cmd = [nvcc, f"-arch={arch}", *NVCC_FLAGS, *extra_flags, "-o", str(work / "kernel.so"), str(src)]
-    results = run_all([cmd], work, timeout)
-    if results is None:
-        raise CompileError(f"nvcc did not finish within {timeout:.0f} s "
-                           "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).")
-    returncode, log = results[0]
-    if returncode != 0:
-        raise CompileError(diagnostics(log, filename, work, exercise), log)
+    deadline = time.monotonic() + timeout  # for both steps together
+
+    def run(cmd: list[str]) -> str:
+        results = run_all([cmd], work, max(0.0, deadline - time.monotonic()))
+        if results is None:
+            raise CompileError(f"nvcc did not finish within {timeout:.0f} s "
+                               "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).")
+        returncode, out = results[0]
+        if returncode != 0:
+            raise CompileError(diagnostics(out, filename, work, exercise), out)
+        return out
+
+    log = run([nvcc, f"-arch={arch}", *NVCC_FLAGS, *extra_flags, "-c", "-o", str(obj), str(src)])
+    if check_calls:
+        linkcheck.enforce(obj, "cuda", filename)
+    log += run([nvcc, f"-arch={arch}", "-shared", "-o", str(work / "kernel.so"), str(obj)])
+    obj.unlink()
     (work / "build.log").write_text(log)
     return log
 

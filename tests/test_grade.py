@@ -202,10 +202,10 @@ def test_forbidden_scan_ignores_comments_and_catches_tricks():
     ok = "// cublasSgemm would be faster\n/* #include <torch/torch.h> */\n#include <cstdint>\nint c10 = 0;\n"
     assert forbidden.scan(ok) == []
     for bad in ("%:include <cublas_v2.h>\n", "#include <cub\\\nlas_v2.h>\n", "#define X cu##blas\n",
-                "#include MY_HEADER\n", "#include <thrust/sort.h>\n", "void f(){ system(\"ls\"); }\n",
+                "#include MY_HEADER\n", "#include <thrust/sort.h>\n", "void f(){ popen(\"ls\", \"r\"); }\n",
                 "__attribute__((constructor)) void f(){}\n", "cudaStream_t s; cudaStreamCreate(&s);\n",
                 "void f(){ asm volatile(\"syscall\"); }\n", "#include \"my_gemm.h\"\n",
-                "FILE* f = fdopen(3, \"w\");\n", "void f(int fd){ close(fd); }\n",  # forge or cut the result pipe
+                "FILE* f = fdopen(3, \"w\");\n",  # forge the result pipe (close(fd) is refused in the built object)
                 "pthread_create(&t, 0, work, 0);\n", "auto t = std::thread(work);\n"):  # work after the launcher returns
         assert forbidden.scan(bad), bad
     for name in KERNEL_FILES:

@@ -3,7 +3,9 @@
 The learner's file is rewritten (rewrite.py), put after cuda_emu.h and the contract's
 declarations with `#line 1 "<filename>"`, and compiled with GCC's ThreadSanitizer
 instrumentation (hooks in checks.cpp: the shared-memory race detector) and bounds /
-alignment checks. The runtime compiles in parallel; then both are linked.
+alignment checks. The runtime compiles in parallel; the kernel file's own object is checked
+against the allow-list of what a kernel file may call (grader/linkcheck.py: libc, libm, the
+instrumentation hooks and this runtime's entry points); then both are linked.
 A sanitize build uses AddressSanitizer instead (and the ucontext fiber switch, since the
 assembly switch trips ASan); load it in a process started with `sanitizer_env()`.
 """
@@ -19,6 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from grader import linkcheck
 from grader.errors import CannotGrade, CompileError
 from grader.procs import run_all
 
@@ -187,13 +190,14 @@ def _run(cmds: list[list[str]], cwd: Path, timeout: float | None = None) -> list
 
 def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu", prelude: str = "",
                     sanitize: bool = False, workdir: Path | None = None, timeout: float | None = None,
-                    defines: tuple[str, ...] = ()) -> str:
+                    defines: tuple[str, ...] = (), check_calls: bool = True) -> str:
     """Compile a kernel file into a CPU shared library at out_path; returns the compiler log.
 
     `defines`: -D/-U flags for the kernel file (the nvcc build's tuning switches); any other flag
     is nvcc's business and raises ValueError rather than being silently dropped.
 
-    Raises CompileError (message: trimmed diagnostics at the learner's lines; log: everything).
+    Raises CompileError (message: trimmed diagnostics at the learner's lines; log: everything),
+    Forbidden when the kernel file's object calls what it may not (check_calls=False: not checked).
     """
     out_path = Path(out_path)
     tmp_ctx = tempfile.TemporaryDirectory(prefix="cuda_emu_") if workdir is None else None
@@ -214,6 +218,8 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
         for obj in runtime_objs:
             if not obj.exists():  # built just now: publish atomically for later builds
                 os.replace(tmp / obj.name, obj)
+        if check_calls:  # the kernel file's object only: the runtime is the grader's own code
+            linkcheck.enforce(tmp / "kernel_emu.o", "cpu", filename, runtime=linkcheck.runtime_symbols(runtime_objs))
         objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
         link = [GXX, "-shared", "-pthread", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
