@@ -131,6 +131,9 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     if timed and on_host:
         try:
             request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
+        except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef CUDA_EMU)
+            res.message = str(e)
+            return res
         except CompileError as e:
             res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
             return res

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import contract, toolchain
+from . import contract, linkcheck, toolchain
 from .errors import CannotGrade, CompileError
 from .machine import cpu_name  # the CPU a build is for, and that the worker reports timing on
 from .procs import run_all
@@ -35,6 +35,7 @@ GXX = os.environ.get("CXX", "g++")
 # -Wl,-z,defs: every symbol must resolve at link time against the C/C++ runtime, so a submission
 # cannot call a BLAS that happens to be loaded in the grader's process (torch's, numpy's).
 HOST_FLAGS = ("-O3", "-march=native", "-std=c++17", "-fPIC", "-shared", "-fno-strict-aliasing", "-Wl,-z,defs")
+_LINK_ONLY = ("-shared", "-Wl,-z,defs")
 
 
 def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: float | None = None) -> Path:
@@ -43,7 +44,8 @@ def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: floa
         raise CannotGrade(f"{GXX} not found: the CPU exercises need a C++ compiler (g++).")
     timeout = timeout or toolchain.COMPILE_TIMEOUT_S
     # -march=native code runs only on this kind of CPU: a cache shared between machines keys on it
-    ident = f"host {GXX} {' '.join(HOST_FLAGS)} {_gxx_version()} {cpu_name()} {os.uname().machine}"
+    ident = (f"host {GXX} {' '.join(HOST_FLAGS)} {_gxx_version()} {cpu_name()} {os.uname().machine} "
+             f"linkcheck {linkcheck.VERSION}")
     key = toolchain._key("host", ident, exercise, filename, source)
     out = toolchain.cache_dir() / "host" / key / "kernel.so"
     if out.exists():
@@ -53,12 +55,21 @@ def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: floa
     try:
         # .cpp: g++ reads the file as C++ whatever the learner called it
         (work / "kernel.cpp").write_text(toolchain._with_prelude(source, exercise, filename))
-        results = run_all([[GXX, *HOST_FLAGS, "-o", "kernel.so", "kernel.cpp"]], work, timeout)
-        if results is None:
-            raise CompileError(f"g++ did not finish within {timeout:.0f} s")
-        rc, log = results[0]
-        if rc != 0:
-            raise CompileError(toolchain.diagnostics(log, filename, work, exercise), log)
+        # compile, check what the object calls (grader.linkcheck: this build is timed in the worker, and
+        # `#ifndef CUDA_EMU` could hide a call from the checked CPU-backend build), then link
+        deadline = time.monotonic() + timeout
+
+        def run(cmd: list[str]) -> None:
+            results = run_all([cmd], work, max(0.0, deadline - time.monotonic()))
+            if results is None:
+                raise CompileError(f"g++ did not finish within {timeout:.0f} s")
+            rc, log = results[0]
+            if rc != 0:
+                raise CompileError(toolchain.diagnostics(log, filename, work, exercise), log)
+
+        run([GXX, *[f for f in HOST_FLAGS if f not in _LINK_ONLY], "-c", "-o", "kernel.o", "kernel.cpp"])
+        linkcheck.enforce(work / "kernel.o", "cpu", filename)
+        run([GXX, *_LINK_ONLY, "-o", "kernel.so", "kernel.o"])
         try:
             work.rename(out.parent)  # atomic publish; a concurrent build may have won
         except OSError:

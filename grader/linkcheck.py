@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import CannotGrade, Forbidden
-from .forbidden import Problem, function_reason
+from .forbidden import Problem, function_reason, strip_comments
 
 VERSION = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]  # part of every build's cache key
 OBJDUMP_TIMEOUT_S = 60
@@ -108,8 +108,13 @@ _CUDA = [
         "LaunchKernel LaunchKernelExC LaunchCooperativeKernel GetFuncBySymbol GetKernel") + r")(_v\d+)?(_ptds|_ptsz)?",
 ]
 # The CPU backend's build adds ThreadSanitizer hooks (the race detector), bounds/alignment checks and,
-# for the re-run of a crash, AddressSanitizer; the runtime's own entry points are added per build.
-_CPU = [r"__tsan_\w+|__ubsan_handle_\w+|__asan_\w+"]
+# for the re-run of a crash, AddressSanitizer: the calls its instrumentation emits. The emulation's own
+# entry points (what cuda_emu.h declares for kernels) are added per build; its internals are not.
+_CPU = [r"__tsan_(init|func_entry|func_exit|(unaligned_)?(read|write)\d+|(read|write)_range|vptr_update|vptr_read"
+        r"|atomic\w+)|__ubsan_handle_\w+",
+        r"__asan_(report|load|store|init|version_mismatch_check|register|unregister|stack_malloc|stack_free"
+        r"|option_detect|handle_no_return|memcpy|memset|memmove|poison|unpoison|before_dynamic_init"
+        r"|after_dynamic_init|alloca_poison|allocas_unpoison|shadow_memory_dynamic_address|exp_)\w*"]
 
 _ALLOWED = {b: re.compile("|".join(f"(?:{p})" for p in _COMMON + extra)) for b, extra in
             (("cuda", _CUDA), ("cpu", _CPU))}
@@ -162,15 +167,33 @@ def _symbols(text: str) -> tuple[list[str], list[str]]:
     return undefined, defined
 
 
+def emulation_api(headers) -> frozenset[str]:
+    """The names the CPU backend's headers declare for kernels (their CUDA_EMU_API declarations:
+    block_sync, warp_sync, threadIdx...); the runtime's internals (runtime_internal.h: which blocks the
+    access profile records, the race detector's state, cuda_emu_configure) are not among them."""
+    names = set()
+    for header in headers:
+        text = re.sub(r"(?m)^[ \t]*#.*$", "", strip_comments(Path(header).read_text()))
+        for decl in re.findall(r"\bCUDA_EMU_API\b([^;{]*)", text):
+            if "(" in decl:
+                names.update(re.findall(r"(\w+)\s*\(", decl)[:1])
+            else:
+                names.update(re.findall(r"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", decl.strip()))
+    return frozenset(names)
+
+
 @functools.lru_cache(maxsize=64)
-def _runtime_symbols(paths: tuple[str, ...], stamps: tuple[float, ...]) -> frozenset[str]:
-    return frozenset(n for p in paths for n in _symbols(_dump(Path(p), "-t"))[1])
+def _runtime_symbols(paths: tuple[str, ...], stamps: tuple[float, ...], api: frozenset[str]) -> frozenset[str]:
+    defined = sorted({n for p in paths for n in _symbols(_dump(Path(p), "-t"))[1]})
+    pretty = _demangle(defined)
+    return frozenset(n for n in defined if re.sub(r"^cuda_emu::", "", pretty[n].split("(")[0]) in api)
 
 
-def runtime_symbols(objects) -> frozenset[str]:
-    """The global symbols the given objects define (the CPU backend's runtime: what a kernel may call)."""
+def runtime_symbols(objects, api: frozenset[str]) -> frozenset[str]:
+    """The symbols the given objects (the CPU backend's runtime) define whose name is in `api`
+    (emulation_api()): what a kernel may call there."""
     paths = tuple(str(p) for p in objects)
-    return _runtime_symbols(paths, tuple(Path(p).stat().st_mtime for p in paths))
+    return _runtime_symbols(paths, tuple(Path(p).stat().st_mtime for p in paths), frozenset(api))
 
 
 def _relocations(text: str) -> dict[str, set[str]]:

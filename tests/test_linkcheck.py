@@ -170,6 +170,26 @@ def test_streams_of_its_own_are_refused_unless_the_grader_tests_its_timing(build
     assert build(src, "cuda", check_calls=False).path.exists()   # grade(scan=False): tests of the timing
 
 
+def test_the_cpu_backends_internals_are_refused(build):
+    """The emulation runtime is linked into the submission's library: only what cuda_emu.h declares for
+    kernels may be called, not its state (which blocks the access profile records) or its configuration."""
+    src = naive('namespace cuda_emu { extern bool g_profile_block; }\nextern "C" void cuda_emu_configure(unsigned, int);\n',
+                "        cuda_emu::g_profile_block = true; cuda_emu_configure(0, 0);\n")
+    with pytest.raises(Forbidden) as e:
+        build(src, "cpu")
+    assert "calls cuda_emu::g_profile_block" in str(e.value) and "calls cuda_emu_configure" in str(e.value)
+
+
+def test_the_timed_host_build_is_checked_too():
+    """cpu_blocked is graded for correctness on the CPU backend, but timed from a separate g++ -O3 build
+    (grader.host), where `#ifndef CUDA_EMU` hides a call from the checked CPU-backend build."""
+    from grader import grade
+    src = ((ROOT / "kernels" / "00_cpu_naive.cu").read_text() + '\n#ifndef CUDA_EMU\nextern "C" int mkdir(const char*, '
+           'unsigned);\nint made_a_directory(int m) { return m == -12345 ? mkdir("/nonexistent/x", 0700) : 0; }\n#endif\n')
+    r = grade.grade("cpu_blocked", src)
+    assert r.message.startswith("forbidden:") and "calls mkdir" in r.message, r.message
+
+
 def test_a_refusal_is_cached_with_the_build(build):
     source = BYPASSES["self_declared.cu"][0]
     with pytest.raises(Forbidden) as first:
@@ -219,6 +239,9 @@ KNOWN_GOOD = _kernel_files() + _notebook_kernels() + [
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name, source, exercise", KNOWN_GOOD, ids=[k[0] for k in KNOWN_GOOD])
 def test_every_shipped_kernel_passes_the_check(build, backend, name, source, exercise):
+    from grader import contract
+    if backend == "cuda" and exercise in contract.HOST:
+        pytest.skip("a host exercise (plain C++): never built with nvcc")
     assert build(source, backend, exercise=exercise, filename=name).path.exists()
 
 

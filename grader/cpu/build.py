@@ -219,7 +219,9 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
             if not obj.exists():  # built just now: publish atomically for later builds
                 os.replace(tmp / obj.name, obj)
         if check_calls:  # the kernel file's object only: the runtime is the grader's own code
-            linkcheck.enforce(tmp / "kernel_emu.o", "cpu", filename, runtime=linkcheck.runtime_symbols(runtime_objs))
+            api = linkcheck.emulation_api(h for h in sorted(HERE.glob("*.h")) if h.name != "runtime_internal.h")
+            linkcheck.enforce(tmp / "kernel_emu.o", "cpu", filename,
+                              runtime=linkcheck.runtime_symbols(runtime_objs, api))
         objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
         link = [GXX, "-shared", "-pthread", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
