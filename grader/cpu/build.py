@@ -76,6 +76,12 @@ def _unsupported_in_log(log: str, filename: str) -> NotOnCpu | None:
         if scope and re.search(r"cooperative_groups|\bcg\b", scope + " " + name):
             return NotOnCpu(filename, int(m.group(1)), f"cooperative_groups::{name} is not supported by the CPU "
                             "backend")
+    # a member or overload of cooperative groups the backend's header lacks (tiled_partition(block, n) ...)
+    m = re.search(rf"{at} error: .*{q}[^\n]*cooperative_groups::[^\n]*$", log, re.M)
+    if m:
+        return NotOnCpu(filename, int(m.group(1)), "this use of cooperative groups is not supported by the CPU "
+                        "backend (it runs the thread block and tiled_partition<N> tiles of up to 32 threads: sync, "
+                        "shfl*, ballot, any/all, match_any and reduce)")
     for m in re.finditer(r"error: static assertion failed: (.*(?:CPU backend).*)$", log, re.M):
         lines = re.findall(rf"{at}\s+required from here", log[:m.start()], re.M)
         return NotOnCpu(filename, int(lines[-1]) if lines else None, m.group(1).strip())

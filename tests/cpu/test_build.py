@@ -67,6 +67,10 @@ def test_wrong_launcher_signature_is_a_compile_error():
     ("namespace cg = cooperative_groups; auto g = cg::coalesced_threads();", "coalesced_threads"),
     ("auto t = cooperative_groups::tiled_partition<64>(cooperative_groups::this_thread_block());",
      "sizes 1, 2, 4, 8, 16 and 32 only"),
+    ("auto t = cooperative_groups::tiled_partition(cooperative_groups::this_thread_block(), 8); t.sync();",
+     "this use of cooperative groups"),
+    ("auto w = cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block()); "
+     "int p; w.match_all(acc, p);", "this use of cooperative groups"),
 ])
 def test_unsupported_construct_could_not_be_graded_with_its_line(snippet, words):
     src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
