@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # not from conftest: tests/cpu/ has its own
 
 pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.machine() != "x86_64"
                                 or not shutil.which("g++"), reason="the seccomp filter is x86_64 Linux; needs g++")
