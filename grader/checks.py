@@ -95,8 +95,10 @@ def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -
         return {"X": x, "dY": randn(m, n)}
     m, n, k = shape
     ins = {"A": randn(m, k), "B": randn(k, n)}
-    if exercise == "gemm_relu":
+    if exercise in ("gemm_relu", "mlp_step"):
         ins["bias"] = randn(n)
+    if exercise == "mlp_step":  # relu_backward's gradient, M x N like gemm_relu's C
+        ins["dY"] = randn(m, n)
     return ins
 
 
@@ -112,8 +114,8 @@ def make_case(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> Ca
     relu_forward wrote, so a backward that ignores its mask (recomputing X > 0 from a pointer kept
     since forward) fails; the worker reads forward's outputs before backward runs."""
     inputs = random_inputs(exercise, shape, gen)
-    if exercise == "relu_mask":
-        inputs["mask"] = random_mask(shape, gen)
+    if exercise in ("relu_mask", "mlp_step"):
+        inputs["mask"] = random_mask(shape[:2], gen)
     return make_case_from(exercise, shape, inputs)
 
 
@@ -134,6 +136,14 @@ def make_case_from(exercise: str, shape: tuple[int, ...], inputs: dict[str, torc
         keep = unpack_mask(inputs["mask"][sel], shape[1])[:, :shape[1]] if "mask" in inputs else y > 0
         return Case((x.shape[0], shape[1]), inputs,
                     {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(keep, dy, 0.0)})
+    if exercise == "mlp_step":  # each launcher's own reference: gemm_relu's, relu_mask's backward, a GEMM's
+        fused = make_case_from("gemm_relu", shape, inputs, rows)
+        plain = make_case_from("naive", shape, inputs, rows)
+        backward = make_case_from("relu_mask", shape[:2], {"X": inputs["dY"], "dY": inputs["dY"],
+                                                           "mask": inputs["mask"]}, rows)
+        key = contract.result_keys(exercise)[-1][2]  # "gemm's C"
+        return Case(fused.shape, inputs, fused.expected | {"dX": backward.expected["dX"], key: plain.expected["C"]},
+                    fused.tolerance | {key: plain.tolerance["C"]}, fused.either)
     m, n, k = shape
     a64, b64 = inputs["A"][sel].double(), inputs["B"].double()
     c = a64 @ b64
@@ -359,11 +369,12 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     notes = [m.note for _, m in mismatches if m.note]
     if notes:  # the diagnosis most inputs agree on (one odd shape must not decide)
         return max(notes, key=notes.count)
-    if exercise == "relu_mask" and outputs == {"dX"}:
-        return ("relu_forward is right, relu_backward is not: dX[i][j] = dY[i][j] where bit j % 32 of "
+    if exercise in ("relu_mask", "mlp_step") and outputs == {"dX"}:
+        fwd, kept = ("relu_forward", "X and Y") if exercise == "relu_mask" else ("gemm_relu", "gemm_relu's C")
+        return (f"{fwd} is right, relu_backward is not: dX[i][j] = dY[i][j] where bit j % 32 of "
                 "mask[i][j / 32] is 1, else 0, from the mask it is given. The grader gives backward a mask of its "
-                "own, with X and Y poisoned by then: a backward that recomputes X > 0 (a pointer kept since forward) "
-                "fails.")
+                f"own, with {kept} poisoned by then: a backward that recomputes the sign (of dY, or of a value "
+                "through a pointer kept since forward) fails.")
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
@@ -376,7 +387,8 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
         return (f"Wrong exactly at the shapes where {split}, right at all the others: look at what your code "
                 "does differently there (a special path for aligned sizes, a fixed-size array, a loop bound).")
     if any(m.n_oob_read for _, m in mismatches):
-        named = {"relu_mask": "X or dY", "gemm_relu": "A, B or bias"}.get(exercise, "A or B")
+        named = {"relu_mask": "X or dY", "gemm_relu": "A, B or bias",
+                 "mlp_step": "A, B, bias or dY"}.get(exercise, "A or B")
         return (f"Some results were computed from values read outside {named} (the grader surrounds each "
                 "input with marker values): a load reads past the matrix. Check the bounds test on every "
                 "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)")
@@ -410,7 +422,7 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     if exercise == "relu_mask":
         return ("Compare with the contract, all row-major: Y[i][j] = max(X[i][j], 0); " + mask_rule.format("Y[i][j]")
                 + "; relu_backward: dX[i][j] = that bit of the mask it is given ? dY[i][j] : 0.")
-    if exercise == "gemm_relu" and outputs == {"mask"}:
+    if exercise in ("gemm_relu", "mlp_step") and outputs == {"mask"}:
         return "C is right, the mask is not: " + mask_rule.format("C[i][j]") + "."
     if exercise == "gemm_relu":
         return ("Compare with the spec: C[row][col] = max(sum_k A[row][k] * B[k][col] + bias[col], 0), row-major, "

@@ -92,6 +92,9 @@ LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
     "register_1d": (GEMM,),
     "relu_mask": (RELU_FORWARD, RELU_BACKWARD),
     "gemm_relu": (GEMM_RELU,),
+    # a training step (grader/mlp.py): a hidden layer's forward, its backward on the mask, and the GEMMs
+    # of the logits layer and of the backward (dX = dZ . W^T, dW = X^T . dZ)
+    "mlp_step": (GEMM_RELU, RELU_BACKWARD, GEMM),
     "cpu_blocked": (GEMM_CPU,),
 }
 # Exercises whose launcher is host code: its pointers are CPU memory, it runs on the CPU backend
@@ -115,6 +118,19 @@ BASELINE_LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
 def launchers(name: str) -> tuple[Launcher, ...]:
     """The launchers a file for exercise (or baseline) `name` must define."""
     return LAUNCHERS.get(name) or BASELINE_LAUNCHERS[name]
+
+
+def result_keys(exercise: str) -> list[tuple[Launcher, str, str]]:
+    """(launcher, output, key) of every output of the exercise's launchers, in call order. The key
+    names the output in a case's results and references: the output's own name, or, when an earlier
+    launcher already has an output of that name (mlp_step's gemm after gemm_relu: both write C),
+    "LAUNCHER's NAME"."""
+    keys, seen = [], set()
+    for launcher in launchers(exercise):
+        for name in outputs(launcher):
+            keys.append((launcher, name, name if name not in seen else f"{launcher.name}'s {name}"))
+            seen.add(name)
+    return keys
 
 
 def mask_words(n: int) -> int:

@@ -215,6 +215,12 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              slow_hint="The fused kernel must beat your own `gemm` followed by a separate pass over C: keep the "
                        "epilogue in registers (bias loaded once per thread, the mask word built with shuffles or "
                        "ballots, no second read of C) and the main loop exactly your gemm's (notebook 07)."),
+    # correctness only (no threshold, no baseline): each launcher on its own, then one training step of a
+    # small MLP through grader/mlp.py's layers on the file's launchers, against float64 autograd.
+    # Notebook 08 measures the step's time against nn.Linear + nn.ReLU; nothing here times it.
+    Exercise("mlp_step", "a training step's launchers: gemm_relu forward, relu_backward on its mask, gemm for the "
+             "rest; one MLP step against float64 autograd (correctness only)",
+             "08_mlp_step.cu", None, None, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 2048, 2048)),
 )}
 EXERCISES = {name: replace(e, access=ACCESS_BOUNDS.get(name, ())) for name, e in EXERCISES.items()}
 

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import binding, checks, contract, exercises, forbidden, host, profile, sandbox, shapes, submissions, toolchain
+from . import (binding, checks, contract, exercises, forbidden, host, mlp, profile, sandbox, shapes, submissions,
+               toolchain)
 from .cpu import progress as cpu_progress
 from .errors import CannotGrade, CompileError, Forbidden, GraderError, SubmissionError
 
@@ -148,6 +149,9 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
                     "baseline_exercise": ex.baseline_exercise}
     wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
             for i, c in enumerate(cases)]
+    step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
+    if step is not None:
+        wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))
     run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu,
                              gpu_lock=gpu_lock, lock_wait=lock_wait)
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
@@ -159,6 +163,8 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         res.hint = "Results reach the grader only through its own worker; a kernel file must not write to it."
         return res
     _verdict_correctness(res, cases, run)
+    if res.correct and step is not None:
+        _verdict_step(res, step, run)
     # a crash, or a fault the CPU runtime caught and reported as an illegal memory access
     if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
         _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout,
@@ -175,6 +181,10 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
             res.profile = _profile_beside(exercise, source, filename, ex, compile_timeout, timeout)
     elif res.correct and request.get("profile"):
         _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
+    elif res.correct and step is not None:
+        res.passed = True
+        res.message = ("correct on every shape, and one training step of an MLP on these launchers matches "
+                       "float64 autograd (correctness only: mlp_step is not timed; notebook 08 measures the step)")
     elif res.correct:
         res.passed = True
         if backend == "cpu":
@@ -338,6 +348,39 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         if unstable:
             res.hint += (" The result also changes from run to run with the same input: a race, or reads "
                          "outside the matrices (an index past the end reads whatever lies there).")
+        return
+    res.correct = True
+
+
+def _verdict_step(res: Result, step: checks.Case, run: sandbox.ChildRun) -> None:
+    """mlp_step: the launchers were right one at a time; now the loss and every gradient of one
+    training step through grader.mlp's layers on them, against the parent's float64 autograd."""
+    got = next(((m, a) for m, a in run.messages if m.get("step")), None)
+    batch, d_in, hidden, classes = step.shape
+    where = (f"one training step of an MLP {d_in} -> {hidden} -> {hidden} -> {classes} on a batch of {batch} "
+             "(grader/mlp.py: forward gemm_relu, backward relu_backward on forward's mask, gemm for dX and dW)")
+    hint = ("Each launcher passed its own check, so look at what a training step adds: forward's mask must be "
+            "the one relu_backward reads (nothing kept between calls), and gemm is called on transposed, "
+            "non-square operands (dW = X^T . dZ is in x N with K = the batch).")
+    res.correct = False
+    if got is None:
+        ended = run.describe_exit() if run.crashed or run.timed_out else "sent no result"
+        res.message = f"every launcher is right on its own, but {where} {ended}"
+        res.hint = hint
+        return
+    meta, arrays = got
+    if "error" in meta:
+        res.message = f"every launcher is right on its own, but in {where}: {meta['error']}"
+        res.hint = hint
+        return
+    tampered = sorted(k for k, h in meta.get("inputs_sha256", {}).items() if h != step.digests[k])
+    got_arrays = {name: torch.from_numpy(arrays[name]) if name in arrays else torch.empty(0) for name in step.expected}
+    problems = [p for name in step.expected if (p := checks.compare(step, name, got_arrays[name]))]
+    if tampered or problems:
+        res.message = (f"every launcher is right on its own, but {where} is wrong against float64 autograd:\n"
+                       + (f"the step changed its inputs {', '.join(tampered)}" if tampered else
+                          "\n".join(p.describe(step.shape) for p in problems[:3])))
+        res.hint = hint
         return
     res.correct = True
 

@@ -119,13 +119,14 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
     produced: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     results: dict[str, torch.Tensor] = {}
     hashes: dict[str, str] = {}
+    keys = {(l.name, n): key for l, n, key in contract.result_keys(mod.exercise)}  # mlp_step: gemm's C
     for i, launcher in enumerate(launchers):
         outs = _alloc_outputs(launcher, dims, mod.device)
         args = [(guarded.get(n) or produced[n])[0] for n in contract.inputs(launcher)]
         getattr(mod.launch, launcher.name)(*args, *[t for t, _ in outs])
         mod.check_error(launcher.name, synchronize=True)
         for n, (t, base) in zip(contract.outputs(launcher), outs):
-            results[n] = t.detach().cpu().clone()  # read now: nothing later may change what counts
+            results[keys[launcher.name, n]] = t.detach().cpu().clone()  # read now: nothing later may change it
             produced.setdefault(n, (t, base))
         later = {n for l in launchers[i + 1:] for n in contract.inputs(l)}
         for n, (t, _) in guarded.items():
@@ -336,6 +337,10 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         return 0
     for meta, arrays in cases:
         inputs = {k: torch.from_numpy(v) for k, v in arrays.items()}
+        if meta.get("step"):  # mlp_step: one training step through grader.mlp on the launchers
+            if not _run_step(mod, inputs, send):
+                return 0
+            continue
         for seed in profile.schedules(req, meta["case"]):
             mod.configure_cpu(schedule_seed=seed)
             digests: dict[str, str] = {}
@@ -370,6 +375,22 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         except GraderError as e:
             send({"timing_error": str(e)})
     return 0
+
+
+def _run_step(mod: KernelModule, inputs: dict[str, torch.Tensor], send) -> bool:
+    """mlp_step's end-to-end case (grader.mlp.step_outputs): the loss and gradients go back to the parent,
+    which compares them with float64 autograd. False when a CUDA error leaves nothing trustworthy."""
+    from . import mlp
+    mod.configure_cpu(schedule_seed=0)
+    try:
+        outs = mlp.step_outputs(mod, inputs)
+        mod.check_error("the training step", synchronize=True)
+    except GraderError as e:
+        send({"step": True, "error": str(e)})
+        return mod.backend != "cuda"
+    send({"step": True, "inputs_sha256": {k: digest(v) for k, v in inputs.items()}},
+         {k: v.numpy() for k, v in outs.items()})
+    return True
 
 
 def limit_self(parent: int | None = None) -> None:
