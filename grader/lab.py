@@ -151,6 +151,128 @@ def time_gemms(kernels: dict, n: int) -> dict[str, float]:
     return {k: tflops(n, n, n, t.median_ms) for k, t in time_gpu(fns, max_seconds=5.0).items()}
 
 
+# ---------------------------------------------------------------------------- notebook 08: training
+
+
+def mlp_step_source(folder=None) -> tuple[str, str]:
+    """(kernel file, where it came from) for exercise mlp_step: your notebook 07's kernel cell (gemm_relu,
+    gemm) and your notebook 06's (relu_backward), both in `folder` (default: the working directory, the
+    notebook's own), when they build together; else kernels/08_mlp_step.cu, and why. Each file goes in a
+    namespace of its own (their constants and helpers may share names) after the #include lines; their
+    extern "C" launchers keep their C names."""
+    import json
+    import re
+
+    from . import binding, exercises, submissions
+    from .errors import GraderError
+
+    folder = Path(folder) if folder else Path.cwd()
+    reference = exercises.EXERCISES["mlp_step"].reference_path
+    found = {}
+    for notebook, exercise in (("07_fused_epilogue.ipynb", "gemm_relu"), ("06_relu_mask.ipynb", "relu_mask")):
+        try:
+            found[notebook] = submissions.notebook_kernels(json.loads((folder / notebook).read_text()))[exercise]
+        except (OSError, ValueError, KeyError):
+            return reference.read_text(), f"kernels/{reference.name} (no {exercise} kernel cell in {folder / notebook})"
+    include = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)
+    heads = dict.fromkeys(h.strip() for src in found.values() for h in include.findall(src))
+    source = "\n".join(heads) + "\n" + "".join(
+        f"\nnamespace notebook{name[:2]} {{  // {name}'s kernel cell\n{include.sub('', src).strip()}\n}}\n"
+        for name, src in found.items())
+    try:
+        binding.load(source, "mlp_step")
+    except GraderError as e:
+        first = (str(e).strip() or type(e).__name__).splitlines()[0]
+        return reference.read_text(), f"kernels/{reference.name} (yours do not build together: {first})"
+    return source, "your notebooks 07 (gemm_relu, gemm) and 06 (relu_backward)"
+
+
+TRAINING_RESULTS = "h200_training.json"  # python benchmarks/gpu_training.py --save kernels/results/h200_training.json
+
+
+def training_measured() -> dict | None:
+    """The committed H200 figures of notebook 08's measurements, or None while they are not measured."""
+    import json
+
+    from .plots import RESULTS_DIR
+    path = RESULTS_DIR / TRAINING_RESULTS
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+# which part of a step a CPU op's own GPU time belongs to (torch.profiler's key, first match wins)
+STEP_PARTS = (
+    ("gemm_course::gemm_relu_", "gemm_relu (yours)"), ("gemm_course::relu_backward_", "relu_backward (yours)"),
+    ("gemm_course::gemm_", "gemm (yours)"), ("aten::addmm", "cuBLAS GEMM"), ("aten::mm", "cuBLAS GEMM"),
+    ("aten::relu", "ReLU (torch)"), ("aten::clamp", "ReLU (torch)"),
+    ("aten::threshold_backward", "ReLU backward (torch)"), ("aten::sum", "bias gradients (sums)"),
+    ("aten::copy_", "transposes (copies)"), ("aten::clone", "transposes (copies)"),
+    ("softmax", "loss"), ("nll_loss", "loss"), ("aten::_foreach", "Adam"), ("adam", "Adam"),
+)
+
+
+def _part(key: str) -> str:
+    return next((part for prefix, part in STEP_PARTS if key.startswith(prefix) or prefix in key), "other (torch)")
+
+
+def measure_training(model, X, y, seconds: float = 5.0, profile_steps: int = 5) -> dict:
+    """GPU only. One training step (forward, cross-entropy, backward, Adam) of `model` (a grader.mlp.MLP),
+    of the same MLP with torch's GEMMs in its Linear layers and backward, and of its nn.Linear + nn.ReLU
+    twin: median step time (grader.timing.time_gpu: CUDA events, warm-up, round-robin), the memory the
+    forward keeps and its peak (torch.cuda.max_memory_allocated, from before the forward), and the GPU
+    time of a step by part (torch.profiler: each CPU op's own kernels, STEP_PARTS)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.profiler import ProfilerActivity, profile
+
+    from . import mlp
+    from .timing import time_gpu
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMMs, as the course's kernels
+    with_torch_gemm = mlp.MLP(mlp.Launchers(model.k.mod, torch_gemm=True), layer=model.layer,
+                              sizes=[model.weights[0].shape[0]] + [w.shape[1] for w in model.weights])
+    with_torch_gemm.load_state_dict(model.state_dict())
+    models = {"yours": model, "yours, torch's GEMMs": with_torch_gemm, "nn.Linear + nn.ReLU": mlp.torch_twin(model)}
+    steps = {}
+    for name, m in models.items():
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+
+        def step(m=m, opt=opt):
+            loss = F.cross_entropy(m(X), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        steps[name] = step
+    times = time_gpu(steps, max_seconds=seconds)
+    memory, parts = {}, {}
+    for name, m in models.items():
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        loss = F.cross_entropy(m(X), y)
+        torch.cuda.synchronize()
+        memory[name] = {"kept_MB": (torch.cuda.memory_allocated() - base) / 1e6,
+                        "peak_MB": (torch.cuda.max_memory_allocated() - base) / 1e6}
+        loss.backward()
+        del loss
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(profile_steps):
+                steps[name]()
+            torch.cuda.synchronize()
+        share: dict[str, float] = {}
+        for e in prof.key_averages():
+            us = getattr(e, "self_device_time_total", None)
+            us = getattr(e, "self_cuda_time_total", 0.0) if us is None else us
+            if us and e.device_type.name == "CPU":
+                share[_part(e.key)] = share.get(_part(e.key), 0.0) + us / 1e3 / profile_steps
+        parts[name] = dict(sorted(share.items(), key=lambda kv: -kv[1]))
+    saved = mlp.saved_bytes(model, X, y)
+    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "sizes": [model.weights[0].shape[0]] + [w.shape[1] for w in model.weights], "batch": len(X),
+            "step_ms": {k: t.median_ms for k, t in times.items()},
+            "step_ms_p10_p90": {k: [t.p10_ms, t.p90_ms] for k, t in times.items()},
+            "memory": memory, "saved_bytes": saved, "step_parts_ms": parts}
+
+
 def _write_setup_cells(paths) -> int:
     """Replace the bootstrap at the top of each notebook's first code cell with setup_cell()."""
     import nbformat

@@ -146,6 +146,24 @@ def unique_bytes(tensors) -> int:
     return sum(storages.values())
 
 
+def saved_bytes(model: "MLP", X, y) -> dict[str, dict[str, int]]:
+    """What backward keeps, for `model` and its nn.Linear + nn.ReLU twin: {name: {"one ReLU": bytes the
+    first hidden layer keeps for its ReLU's backward (LinearReLU's mask, nn.ReLU's Y), "activations":
+    distinct bytes the whole forward and loss save, parameters left out}}. Runs on any backend."""
+    twin = torch_twin(model)
+    W, b = model.weights[0], model.biases[0]
+    _, ours = saved_tensors(model.layer.apply, X, W, b, model.k)
+    _, theirs = saved_tensors(twin[1], twin[0](X))
+    out = {}
+    mask = [t for t in ours if t.dtype == torch.int32]
+    for name, m, relu in (("yours", model, mask), ("nn.Linear + nn.ReLU", twin, theirs)):
+        params = {p.untyped_storage().data_ptr() for p in m.parameters()}
+        _, saved = saved_tensors(lambda m=m: F.cross_entropy(m(X), y))
+        acts = [t for t in saved if t.untyped_storage().data_ptr() not in params]
+        out[name] = {"one ReLU": unique_bytes(relu), "activations": unique_bytes(acts)}
+    return out
+
+
 # ---------------------------------------------------------------------------- notebook 08's local check
 
 
@@ -212,7 +230,9 @@ def _check_one(fn, k: Launchers, m: int, kin: int, n: int, gen) -> str:
                 "with ctx.save_for_backward(X, W, mask), which autograd manages (and counts)")
     want = X.numel() * 4 + W.numel() * 4 + m * ((n + 31) // 32) * 4
     got = unique_bytes(saved)
-    big = [t for t in saved if t.dtype.is_floating_point and tuple(t.shape) == (m, n)]
+    own = {X.untyped_storage().data_ptr(), W.untyped_storage().data_ptr()}
+    big = [t for t in saved if t.dtype.is_floating_point and t.numel() == m * n
+           and t.untyped_storage().data_ptr() not in own]
     if big:
         return (f"forward saved an {m}x{n} float tensor (Y or the pre-activation, {4 * m * n} bytes) for backward: "
                 "save the mask instead and let relu_backward apply it")
