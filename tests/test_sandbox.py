@@ -35,6 +35,7 @@ PRELUDE = r"""
 extern "C" const char* cuda_emu_take_error(void) { return 0; }
 extern "C" void cuda_emu_configure(unsigned, int) {}
 extern "C" void cuda_emu_set_buffers(...) {}
+extern "C" void cuda_emu_set_outputs(...) {}
 static void say(const char* what, const char* how) { printf("PROBE %s %s\n", what, how); fflush(stdout); }
 static const char* ok(long r) { return r == -1 ? strerror(errno) : "yes"; }
 static int entries(const char* dir) {  // -1: cannot list

