@@ -1,9 +1,19 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
-# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test]...
+# Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test|
+#   gputests|suites|nbexec|nbval|training]...
+# Carried with the tree (both ignored by git): .whl/ (../shared/gpu/jupyter-wheels.sh: Jupyter, nbval) and
+# .gpu-carry/bubblewrap_*.deb (`apt-get download bubblewrap`): the machine has neither and installs nothing.
 set -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$PYTHONPATH GRADER_CACHE=/tmp/gcache
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+if [ -d .whl ] && [ ! -d /tmp/site ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+fi
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site:$PYTHONPATH PATH=/tmp/site/bin:$PATH
+if ! command -v bwrap >/dev/null && ls .gpu-carry/bubblewrap_*.deb >/dev/null 2>&1; then
+  dpkg -x .gpu-carry/bubblewrap_*.deb /tmp/pkg && export PATH=/tmp/pkg/usr/bin:$PATH
+fi
 steps=${@:-tune bench ncu}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv > $OUT/smi.txt 2>&1
 (nvidia-smi dmon -s pc -d 2 > $OUT/dmon.txt 2>&1 &)
@@ -21,6 +31,16 @@ for s in $steps; do
            for f in $(cat $OUT/pick.txt); do n=${f#-D}; sed -i "s/^#define ${n%%=*} .*/#define ${n%%=*} ${n#*=}/" kernels/05_warptile_pipelined.cu kernels/07_gemm_relu.cu; done
            grep -h "^#define \(BIG_\|FRAG\|GROUP\)" kernels/05_warptile_pipelined.cu | tee $OUT/defaults.txt ;;
     test)  timeout 200 python3 -m pytest -q -x tests/test_kernels.py -m gpu -p no:cacheprovider 2>&1 | tail -5 | tee $OUT/test.log ;;
+    gputests)  # every test marked gpu, then the known-good/known-bad suites, which grade on cuda here
+           timeout ${GPU_TESTS_TIMEOUT:-300} python3 -m pytest -q -ra -m gpu tests/ -p no:cacheprovider 2>&1 | tee $OUT/gputests.log | tail -15 ;;
+    suites) timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -q -ra tests/test_grade.py tests/test_batch.py tests/test_fresh_rounds.py \
+             tests/test_sandbox.py tests/test_sandbox_signals.py -p no:cacheprovider 2>&1 | tee $OUT/suites.log | tail -15 ;;
+    nbexec)  # H200 outputs of the solutions matching $NOTEBOOKS (default: all) -> $OUT/solutions/
+           python3 -m ipykernel install --user --name python3 >/dev/null
+           timeout ${NBEXEC_TIMEOUT:-300} python3 -m grader.notebooks --execute $OUT/solutions --only ${NOTEBOOKS:-"*"} 2>&1 | tee $OUT/nbexec.log | tail -5 ;;
+    nbval) python3 -m ipykernel install --user --name python3 >/dev/null
+           timeout ${NBVAL_TIMEOUT:-300} python3 -m pytest -q --nbval-lax ${NOTEBOOKS:-solutions/} -p no:cacheprovider 2>&1 | tee $OUT/nbval.log | tail -8 ;;
+    training) timeout 200 python3 benchmarks/gpu_training.py --save $OUT/h200_training.json 2>&1 | tee $OUT/training.log | tail -20 ;;
     ncu)   timeout 120 ncu --clock-control none --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,gpu__time_duration.sum \
              python3 benchmarks/gpu_ncu_conflicts.py > $OUT/ncu.log 2>&1; grep -E "gemm_kernel|bank_conflicts|wavefronts|duration" $OUT/ncu.log | head -40 ;;
   esac

@@ -89,10 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=ROOT / "notebooks", type=Path)
     p.add_argument("--execute", metavar="DIR", type=Path,
                    help="execute every solution notebook and write it, with outputs, to DIR")
+    p.add_argument("--only", nargs="+", metavar="NAME", default=["*"],
+                   help="with --execute: only the solutions whose file name matches one of these (e.g. 00_* 08_*)")
     args = p.parse_args(argv)
     if args.execute:
         args.execute.mkdir(parents=True, exist_ok=True)
-        for src in sorted(args.solutions.glob("*.ipynb")):
+        chosen = {src for pattern in args.only for src in args.solutions.glob(pattern if pattern.endswith(".ipynb")
+                                                                                 else pattern + ".ipynb")}
+        if not chosen:
+            p.error(f"no solution notebook matches {' '.join(args.only)}")
+        for src in sorted(chosen):
             print(f"executing {src.name}", flush=True)
             execute(src, args.execute / src.name)
         return 0
