@@ -273,6 +273,35 @@ def measure_training(model, X, y, seconds: float = 5.0, profile_steps: int = 5) 
             "memory": memory, "saved_bytes": saved, "step_parts_ms": parts}
 
 
+def train_digits(k, hidden: int, steps: int, batch: int = 128) -> dict:
+    """benchmarks/gpu_training.py's record of grader.mlp.train_digits: its figures, no model."""
+    from . import mlp
+    r = mlp.train_digits(k, hidden, steps, batch)
+    return {"sizes": r["sizes"], "steps": steps, "batch": batch, "test_accuracy": r["test_accuracy"],
+            "final_loss": r["losses"][-1]}
+
+
+def training_table(r: dict) -> str:
+    """measure_training's (or the committed JSON's) figures as a few lines of text."""
+    sizes = " -> ".join(map(str, r["sizes"]))
+    when = f", {r['date']}" if "date" in r else ""
+    lines = [f"{r['gpu']}, MLP {sizes}, batch {r['batch']} (torch {r['torch']}{when})",
+             f"{'':<24}{'step ms':>9}{'kept MB':>10}{'peak MB':>10}"]
+    for name, ms in r["step_ms"].items():
+        mem = r["memory"][name]
+        lines.append(f"{name:<24}{ms:>9.3f}{mem['kept_MB']:>10.1f}{mem['peak_MB']:>10.1f}")
+    s = r["saved_bytes"]
+    ours, theirs = s["yours"], s["nn.Linear + nn.ReLU"]
+    lines.append(f"saved for backward: one ReLU {ours['one ReLU'] / 1e6:.2f} MB (mask) vs "
+                 f"{theirs['one ReLU'] / 1e6:.2f} MB (Y), 1/{theirs['one ReLU'] / ours['one ReLU']:.0f}; "
+                 f"all activations {ours['activations'] / 1e6:.1f} vs {theirs['activations'] / 1e6:.1f} MB")
+    if "digits" in r:
+        d = r["digits"]
+        lines.append(f"digits, MLP {' -> '.join(map(str, d['sizes']))}, {d['steps']} steps of {d['batch']}: "
+                     f"test accuracy {100 * d['test_accuracy']:.1f} %")
+    return "\n".join(lines)
+
+
 def _write_setup_cells(paths) -> int:
     """Replace the bootstrap at the top of each notebook's first code cell with setup_cell()."""
     import nbformat

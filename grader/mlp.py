@@ -372,3 +372,22 @@ def train(model: torch.nn.Module, X, y, steps: int, batch: int = 128, lr: float 
 def accuracy(model: torch.nn.Module, X, y) -> float:
     """Share of rows of X whose largest logit is the label."""
     return (model(X).argmax(1) == y).float().mean().item()
+
+
+# notebook 08's runs on digits: a GPU trains the larger MLP; the CPU backend (each launch emulated on the
+# host) a smaller one in about 8 s on a 2-core machine
+DIGITS_GPU = {"hidden": 256, "steps": 600, "batch": 128}
+DIGITS_CPU = {"hidden": 32, "steps": 150, "batch": 64}
+
+
+def train_digits(k: Launchers, hidden: int, steps: int, batch: int, layer=LinearReLU, on_step=None,
+                 seed: int = 0) -> dict:
+    """Train a 64 -> hidden -> hidden -> 10 MLP on digits(); the model, its losses, test accuracy, seconds."""
+    import time
+
+    X, y, X_test, y_test = digits(device=k.device)
+    model = MLP(k, (64, hidden, hidden, 10), layer=layer, seed=seed)
+    t0 = time.perf_counter()
+    losses = train(model, X, y, steps, batch=batch, seed=seed, on_step=on_step)
+    return {"model": model, "losses": losses, "test_accuracy": accuracy(model, X_test, y_test),
+            "seconds": time.perf_counter() - t0, "sizes": [64, hidden, hidden, 10], "steps": steps, "batch": batch}

@@ -374,3 +374,46 @@ def counts(table: dict[str, dict[str, float]], title=None):
     if title:
         fig.suptitle(title, fontsize=10)
     return _done(fig)
+
+
+class LiveLoss:
+    """A loss curve redrawn in place while training runs: pass it as grader.mlp.train's on_step. In a
+    notebook the last drawing stays in the cell's output as a static figure; elsewhere finish() returns it."""
+
+    def __init__(self, title: str | None = None, every: int = 25):
+        self.title, self.every, self.handle = title, every, None
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+            if get_ipython() is not None:
+                self.handle = display(self.figure([]), display_id=True)
+        except ImportError:
+            pass
+
+    def figure(self, losses: list[float]):
+        fig, ax = plt.subplots(figsize=(6.5, 3.5))
+        if losses:
+            ax.plot(np.arange(1, len(losses) + 1), losses, color=COLORS[0], lw=1, label="batch loss")
+            if len(losses) >= 10:  # a running mean shows the trend through the batches' noise
+                w = max(len(losses) // 20, 5)
+                smooth = np.convolve(losses, np.ones(w) / w, mode="valid")
+                ax.plot(np.arange(w, len(losses) + 1), smooth, color=COLORS[1], lw=2, label=f"mean of {w}")
+            ax.set_yscale("log")
+            ax.legend()
+        ax.set_xlabel("step")
+        ax.set_ylabel("cross-entropy loss")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(self.title or "training")
+        return _done(fig)
+
+    def __call__(self, step: int, losses: list[float]) -> None:
+        if self.handle is not None and (step + 1) % self.every == 0:
+            self.handle.update(self.figure(losses))
+
+    def finish(self, losses: list[float]):
+        """The final curve: drawn in place in a notebook (returns None), else returned."""
+        fig = self.figure(losses)
+        if self.handle is None:
+            return fig
+        self.handle.update(fig)
+        return None
