@@ -144,3 +144,17 @@ def test_digits_come_with_the_wheel_and_train_to_90_percent(k):
     losses = mlp.train(model, X, y, steps=120, batch=64)
     assert losses[-1] < losses[0] / 5
     assert mlp.accuracy(model, Xt, yt) > 0.9
+
+
+def test_notebook_08_composes_its_kernel_from_notebooks_07_and_06(tmp_path):
+    from grader import lab
+    source, where = lab.mlp_step_source(ROOT / "solutions")
+    assert where.startswith("your notebooks 07")
+    assert "namespace notebook07" in source and "namespace notebook06" in source
+    mod = grader.load(source, "mlp_step")
+    A, B, bias = torch.randn(37, 45), torch.randn(45, 70), torch.randn(70)
+    C, mask = mod.gemm_relu(A, B, bias)
+    assert torch.allclose(C, torch.relu(A @ B + bias), atol=1e-4)
+    assert torch.equal(mod.relu_backward(mask, C), C)
+    fallback, why = lab.mlp_step_source(tmp_path)  # no notebooks there
+    assert fallback == REFERENCE.read_text() and "no gemm_relu kernel cell" in why
