@@ -158,3 +158,16 @@ def test_notebook_08_composes_its_kernel_from_notebooks_07_and_06(tmp_path):
     assert torch.equal(mod.relu_backward(mask, C), C)
     fallback, why = lab.mlp_step_source(tmp_path)  # no notebooks there
     assert fallback == REFERENCE.read_text() and "no gemm_relu kernel cell" in why
+
+
+def test_kernel_08_is_07_and_06s_relu_backward_verbatim():
+    """kernels/08_mlp_step.cu copies its parts (a kernel file is one translation unit): they must stay
+    the same as 07's and 06's, so that a change there is made here too."""
+    k08 = REFERENCE.read_text()
+    from07, from06 = k08.split("// ====")[1:3]
+    body07 = "\n".join(from07.splitlines()[1:]).strip()  # after the section's title line
+    assert body07 and body07 in (ROOT / "kernels" / "07_gemm_relu.cu").read_text()
+    k06 = (ROOT / "kernels" / "06_relu_mask.cu").read_text()
+    blocks = [b.strip() for b in "\n".join(from06.splitlines()[1:]).split("\n\n") if b.strip()]
+    assert len(blocks) >= 5 and all(b in k06 for b in blocks)
+    assert 'extern "C" void relu_forward' not in k08
