@@ -75,13 +75,13 @@ BYPASSES = {
                         ["write", "exit", "kill", "open64"]),
 }
 
-# what a kernel file may well use: both backends build it and the check passes it
-# (not <memory>: the CPU backend's #define __noinline__ breaks libstdc++'s header there)
+# what a kernel file may well use: both backends build it and the check passes it (<memory> and
+# __noinline__: a macro __noinline__ in the CPU backend's header broke libstdc++'s __attribute__((__noinline__)))
 KITCHEN_SINK = naive(
     "#include <cstdlib>\n#include <cstring>\n#include <cmath>\n#include <cassert>\n#include <vector>\n#include <string>\n"
-    "#include <algorithm>\n#include <iostream>\n#include <array>\n"
+    "#include <algorithm>\n#include <iostream>\n#include <array>\n#include <memory>\n"
     "static int calls = 0;\n"
-    "__device__ float act(float x) { return fmaxf(x, 0.0f) + expf(-x) * 0.0f; }\n"
+    "__device__ __noinline__ float act(float x) { return fmaxf(x, 0.0f) + expf(-x) * 0.0f; }\n"
     "static float host_norm(const float* x, int n) { float s = 0; for (int i = 0; i < n; ++i) s += x[i] * x[i]; "
     "return std::sqrt(s) + std::pow(s, 0.5f) + std::exp(0.0f) + std::log1p(s) + tanhf(s) + std::fabs(s); }\n",
     "        std::vector<int> v(M > 0 ? M : 1); std::sort(v.begin(), v.end()); std::string s = \"n=\" + std::to_string(N);\n"

@@ -38,9 +38,12 @@ extern "C" void cuda_emu_set_buffers(...) {}
 extern "C" void cuda_emu_set_outputs(...) {}
 static void say(const char* what, const char* how) { printf("PROBE %s %s\n", what, how); fflush(stdout); }
 static const char* ok(long r) { return r == -1 ? strerror(errno) : "yes"; }
-static int entries(const char* dir) {  // -1: cannot list
+static int entries(const char* dir, const char* except = "") {  // -1: cannot list; names starting `except` not counted
     DIR* d = opendir(dir); if (!d) return -1;
-    int n = 0; for (struct dirent* e; (e = readdir(d));) n += e->d_name[0] != '.'; closedir(d); return n;
+    int n = 0;
+    for (struct dirent* e; (e = readdir(d));)
+        n += e->d_name[0] != '.' && !(*except && strncmp(e->d_name, except, strlen(except)) == 0);
+    closedir(d); return n;
 }
 static void gemm_work(const float* A, const float* B, float* C, int M, int N, int K) {
     for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) {
@@ -95,7 +98,8 @@ SANDBOX_PROBES = r"""
     say("tmp-writable", ok(fopen("/tmp/x", "w") ? 0 : -1));
     say("shm-writable", ok(fopen("/dev/shm/x", "w") ? 0 : -1));
     say("root-writable", ok(fopen("/grader-was-here", "w") ? 0 : -1));
-    say("devices", entries("/dev") <= 16 && access("/dev/null", W_OK) == 0 ? "basics" : "many");
+    // bwrap's fresh /dev has about 14 entries; the GPU's nodes (nvidia0, nvidiactl, nvidia-uvm...) come on top
+    say("devices", entries("/dev", "nvidia") <= 16 && access("/dev/null", W_OK) == 0 ? "basics" : "many");
     gemm_work(A, B, C, M, N, K);
 """
 

@@ -26,7 +26,7 @@
 #define __managed__
 #define __shared__ static
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
+// __noinline__ is rewritten in the kernel file (rewrite.py): a macro of that name breaks libstdc++
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))  // GNU form: allowed among decl-specifiers
 #define __CUDACC__ 1

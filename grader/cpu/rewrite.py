@@ -6,6 +6,8 @@ Only what a header cannot do is rewritten, and every edit keeps line numbers:
   __shared__ T a[N];                  ->  same, plus a registration for the race detector
   #pragma unroll [N]                  ->  #pragma GCC unroll N (bare: dropped)
   #include <cuda_runtime.h> etc.      ->  dropped
+  __noinline__                        ->  __attribute__((noinline)) (as a macro it broke libstdc++'s own
+                                          __attribute__((__noinline__)): GCC 13's headers, <memory> on 12)
 Constructs the CPU backend cannot run raise UnsupportedConstruct with the line.
 Scanning works on a copy with comments and string literals blanked out.
 """
@@ -216,6 +218,11 @@ def _rewrite_directives(src: str, code: str, edits: _Edits):
                 edits.replace(m.start(), m.end(), f"#pragma GCC unroll {u.group(1)}" if u.group(1) else "")
 
 
+def _rewrite_keywords(code: str, edits: _Edits):
+    for m in re.finditer(r"\b__noinline__\b", code):
+        edits.replace(m.start(), m.end(), "__attribute__((noinline))")
+
+
 def _decl_names(code: str, start: int, end: int) -> list[tuple[str, int, int]]:
     """(name, name_start, declarator_end) for each declarator of a declaration code[start:end]."""
     names = []
@@ -315,6 +322,7 @@ def rewrite(src: str) -> Rewritten:
     fibers = bool(_BARRIER.search(code))
     edits = _Edits(src)
     _rewrite_directives(src, code, edits)
+    _rewrite_keywords(code, edits)
     _rewrite_shared(src, code, edits)
     _rewrite_launches(src, code, edits, fibers)
     return Rewritten(edits.apply(), fibers)
