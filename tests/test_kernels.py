@@ -25,6 +25,7 @@ EXERCISE = {
     "04a_register_1d.cu": "register_blocked", "04_register_blocked.cu": "register_blocked",
     "06_relu_mask.cu": "relu_mask", "07_gemm_relu.cu": "gemm_relu", "07b_gemm_relu_warptile.cu": "gemm_relu",
     "07a_bias_relu_pass.cu": "bias_relu_pass",  # the separate pass gemm_relu is timed against
+    "08_mlp_step.cu": "mlp_step",  # 07's gemm_relu and gemm with 06's relu_backward
     "00_machine.cu": None,  # notebook 00's probes (grader.machine): no exercise, no launcher contract
     "00_cpu_naive.cu": "cpu_blocked", "00_cpu_blocked.cu": "cpu_blocked",  # plain C++ (tests/test_host.py)
 }
