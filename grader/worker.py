@@ -53,13 +53,13 @@ def _guard_word(dtype: torch.dtype, device, is_input: bool = False) -> torch.Ten
     return torch.tensor([_poison_word(dtype, is_input)], dtype=torch.int32, device=device)
 
 
-def _guarded(shape: list[int], dtype: torch.dtype, device, content: torch.Tensor | None = None
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+def _guarded(shape: list[int], dtype: torch.dtype, device, content: torch.Tensor | None = None,
+             after: int = GUARD) -> tuple[torch.Tensor, torch.Tensor]:
     """A tensor of `shape` (poisoned, or a copy of the input `content`) inside a buffer whose
-    GUARD elements on each side hold a guard word: a write out of bounds lands there and
-    shows. Returns (tensor, whole buffer)."""
+    GUARD elements before it and `after` elements after it hold a guard word: a write out of
+    bounds lands there and shows. Returns (tensor, whole buffer)."""
     numel = int(np.prod(shape, dtype=np.int64))
-    base = _guard_word(dtype, device, content is not None).repeat(numel + 2 * GUARD).view(dtype)
+    base = _guard_word(dtype, device, content is not None).repeat(numel + GUARD + after).view(dtype)
     inner = base[GUARD:GUARD + numel].view(shape)
     if content is not None:
         inner.copy_(content)
@@ -72,7 +72,7 @@ def _damage(name: str, base: torch.Tensor, numel: int, is_input: bool) -> str | 
     hit_after = (bits[GUARD + numel:] != word).nonzero().flatten()
     hit_before = (bits[:GUARD] != word).nonzero().flatten()
     if len(hit_after):
-        return (f"wrote past the end of {name}: {len(hit_after)} element(s) in the {GUARD} after it "
+        return (f"wrote past the end of {name}: {len(hit_after)} element(s) in the {len(bits) - GUARD - numel} after it "
                 f"(the first at index {numel + int(hit_after[0])} of a {numel}-element array)")
     if len(hit_before):
         return f"wrote before the start of {name}: {len(hit_before)} element(s) at negative indices"
@@ -115,7 +115,11 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
     that writes its inputs shows)."""
     dims = _dims(mod.exercise, shape)
     launchers = contract.LAUNCHERS[mod.exercise]
-    guarded = {k: _guarded(list(v.shape), v.dtype, mod.device, v) for k, v in inputs.items()}
+    # An input's guard after it covers a read with a wrong row stride (index up to max(dim)^2): such a
+    # read then finds the guard word (a NaN whose payload the checks recognise), never another buffer
+    # (an output: the CPU backend would call that read a race, or a value the kernel wrote: no sign).
+    after = max(GUARD, max(dims.values()) ** 2)
+    guarded = {k: _guarded(list(v.shape), v.dtype, mod.device, v, after) for k, v in inputs.items()}
     produced: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     results: dict[str, torch.Tensor] = {}
     hashes: dict[str, str] = {}

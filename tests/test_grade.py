@@ -56,7 +56,10 @@ CPU_EXPECT = {
     "empty.cu": (False, False, False, r"^empty\.cu is empty"),
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
     # bugs only the shapes drawn from the seed meet (grader.shapes); the seed is in the message
-    "fast_path_k32.cu": (True, False, False, r"(wrote past the end of C|crashed|out-of-bounds)(.|\n)*--seed 1234"),
+    # (a lane past column N writes its neighbour row's element: on the CPU backend that write-write race on C
+    # may be caught before the write past C's end)
+    "fast_path_k32.cu": (True, False, False,
+                         r"(wrote past the end of C|crashed|out-of-bounds|global-memory race on C)(.|\n)*--seed 1234"),
     "float4_a_checks_n.cu": (True, False, False, r"misaligned address(.|\n)*--seed 1234"),
     "row_cache_128.cu": (True, False, False,  # first wrong at a K > 128
                          r"^wrong results on \d+ of \d+ inputs.\nC: .* at shape \d+x\d+x(1[3-9]\d|[2-9]\d\d|\d{4})\b"),
