@@ -257,14 +257,14 @@ def _mask_note(case: Case, got: torch.Tensor, wrong: torch.Tensor, wrong_words: 
     if bool(got_bits.all()) and not bool(unpack_mask(exp, n)[:, :n].all()):
         return (f"Every mask bit is set: either the words were never written (the mask's poison is {poison}, all "
                 "ones, not NaN: a mask holds integers), or the test is Y >= 0; the bit is Y > 0, and after the "
-                "ReLU every value is >= 0, so >= sets them all.")
+                "ReLU every value is >= 0, so >= sets them all. (Notebook: the exercise's hint 2.)")
     if bool(written.any()) and torch.equal(_bit_reversed(got)[written], exp[written]) and n > 1:
         return ("The mask's bit order is reversed: column j is bit j % 32 of word j / 32, counted from the least "
-                "significant bit (bit 0 = the first column of the word = lane 0 of __ballot_sync), not bit 31 - j % 32.")
+                "significant bit (bit 0 = the first column of the word = lane 0 of __ballot_sync), not bit 31 - j % 32. (Notebook: the exercise's hint 1.)")
     x = case.inputs.get("X")
     if x is not None and x.shape[0] == wrong.shape[0] and bool((x[wrong[:, :n]] == 0).all()):
         return ("The mask is wrong only where X is 0.0 or -0.0: ReLU's mask bit is x > 0, "
-                "so 0 and -0 give 0 (not x >= 0, not the sign bit).")
+                "so 0 and -0 give 0 (not x >= 0, not the sign bit). (Notebook 06: the exercise's hint 2.)")
     no_bias = _pre_activation(case, bias="none")
     if no_bias is not None and bool(written.all()):
         if torch.equal(got, pack_mask(no_bias > 0)):
@@ -274,7 +274,7 @@ def _mask_note(case: Case, got: torch.Tensor, wrong: torch.Tensor, wrong_words: 
     if len(rows) and int(rows[0]) > 0 and bool((got[wrong_words] == 0).all()) and bool(written.all()):
         return ("Whole mask words were overwritten with 0, never in the first row: a warp whose word index is W "
                 "or more (W = ceil(N / 32) words per row) stored into the next row's first words. Store only "
-                "when word < W.")
+                "when word < W. (Notebook: the exercise's hint 2, the edges.)")
     return ""
 
 

@@ -204,7 +204,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              "06_relu_mask.cu", "torch", RELU_THRESHOLD, RELU_SHAPES, RELU_SHAPES_SMALL, (8192, 8192),
              slow_hint="A memory-bound kernel needs bytes in flight and few instructions per byte: issue several "
                        "independent float4 loads per thread before using any, build each mask word from 8 lanes' "
-                       "nibbles with 3 shuffles, and keep divisions out of the per-element path (notebook 06).",
+                       "nibbles with 3 shuffles, and keep divisions out of the per-element path (notebook 06, hint 3).",
              profile_shape=(1024, 1024)),
     # baseline: the submission's own `gemm` (the same GEMM without the epilogue) followed by a separate
     # bias + ReLU + mask pass (07a): a pass means the fusion won. At K = 256 the pass costs about a
@@ -214,7 +214,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in (
              (4096, 4096, 256), baseline_exercise="bias_relu_pass", baseline_epilogue="own_gemm_then_pass",
              slow_hint="The fused kernel must beat your own `gemm` followed by a separate pass over C: keep the "
                        "epilogue in registers (bias loaded once per thread, the mask word built with shuffles or "
-                       "ballots, no second read of C) and the main loop exactly your gemm's (notebook 07)."),
+                       "ballots, no second read of C) and the main loop exactly your gemm's (notebook 07, hints 1-3)."),
     # correctness only (no threshold, no baseline): each launcher on its own, then one training step of a
     # small MLP through grader/mlp.py's layers on the file's launchers, against float64 autograd.
     # Notebook 08 measures the step's time against nn.Linear + nn.ReLU; nothing here times it.
