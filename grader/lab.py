@@ -151,6 +151,108 @@ def time_gemms(kernels: dict, n: int) -> dict[str, float]:
     return {k: tflops(n, n, n, t.median_ms) for k, t in time_gpu(fns, max_seconds=5.0).items()}
 
 
+# ---------------------------------------------------------------------------- your kernels of earlier notebooks
+
+
+def _first_line(error: Exception | str) -> str:
+    return (str(error).strip() or type(error).__name__).splitlines()[0]
+
+
+def _yours_else_reference(cells: dict[str, str], reference: Path, join, problem, yours: str,
+                          folder=None) -> tuple[str, str]:
+    """(kernel file, where it came from): the kernel cells `cells` ({notebook: exercise}) of the notebooks
+    in `folder` (default: the working directory, the notebook's own), read by the grader's own parser and
+    joined into one file by `join({notebook: file})`, when `problem(file)` finds nothing wrong (None);
+    else the course's `reference` file, and why."""
+    import json
+
+    from . import submissions
+
+    folder = Path(folder) if folder else Path.cwd()
+    found = {}
+    for notebook, exercise in cells.items():
+        try:
+            found[notebook] = submissions.notebook_kernels(json.loads((folder / notebook).read_text()))[exercise]
+        except (OSError, ValueError, KeyError, RecursionError):
+            return reference.read_text(), f"kernels/{reference.name} (no {exercise} kernel cell in {folder / notebook})"
+    source = join(found)
+    why = problem(source)
+    return (reference.read_text(), f"kernels/{reference.name} ({why})") if why else (source, yours)
+
+
+def register_blocked_source(folder=None) -> tuple[str, str]:
+    """(kernel file, where it came from) that notebook 07 starts from: your notebook 05's register_blocked
+    kernel cell when the grader finds it correct (no timing: a few seconds on the CPU backend; an unfinished
+    scaffold builds, so building is not enough), else kernels/04_register_blocked.cu, and why."""
+    from . import exercises, grade
+    from .errors import GraderError
+
+    def problem(source: str) -> str | None:
+        try:
+            result = grade.grade("register_blocked", source, time_it=False)
+        except GraderError as e:  # CannotGrade: no compiler, no backend
+            return f"your notebook 05 kernel cannot be checked here: {_first_line(e)}"
+        return None if result.correct else f"your notebook 05 kernel fails the check: {_first_line(result.message)}"
+
+    return _yours_else_reference({"05_register_blocking.ipynb": "register_blocked"},
+                                 exercises.EXERCISES["register_blocked"].reference_path,
+                                 lambda found: next(iter(found.values())), problem,
+                                 "your notebook 05 kernel (its register_blocked cell passes the correctness check)", folder)
+
+
+def gemm_relu_scaffold(gemm_file: str) -> str:
+    """Notebook 07's kernel cell to start from: `gemm_file` (a GEMM file with its `gemm` launcher, kept:
+    the grader times gemm_relu against it + a separate pass) verbatim, and after it what to add, with a
+    commented gemm_relu launcher of the contract's signature. None of the epilogue is written."""
+    from .contract import GEMM_RELU
+
+    todo = f"""
+// ---- notebook 07: the fused epilogue, added to the GEMM above ----
+// FILL ME IN (roughly 35 lines):
+// 1. give the kernel a template flag (e.g. template <bool VEC, bool EPI>) and the parameters
+//    `const float* bias, uint32_t* mask`; `gemm` launches it with EPI = false and nullptr for both, so it
+//    keeps the plain store (the grader times gemm_relu against your gemm + a separate pass);
+// 2. when EPI, replace the store of C by the epilogue, on the values still in registers: add the bias,
+//    apply ReLU, store C, and build and store the mask words (the exercise above and its hints);
+// 3. the launcher, with exactly this signature:
+// extern "C" {GEMM_RELU.signature} {{
+//     // launch the kernel as `gemm` does, with EPI = true, bias and mask
+// }}
+"""
+    body = gemm_file.strip("\n") + "\n" + todo
+    quote = next((q for q in ("'''", '"""') if q not in body), None)
+    literal = f"r{quote}\n{body}{quote}" if quote else repr(body)  # repr: a file holding both quotes
+    return f"# kernel: gemm_relu\nSOURCE = {literal}\n"
+
+
+def offer_cell(text: str) -> bool:
+    """Ask the front end for a new code cell holding `text` below the running one (IPython's
+    set_next_input: JupyterLab, Notebook and Colab take it; nbclient ignores it). False outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.set_next_input(text, replace=False)
+    return True
+
+
+def start_gemm_relu(folder=None) -> str:
+    """Notebook 07's first step: your notebook 05 kernel (else kernels/04) as a gemm_relu kernel cell to
+    finish, offered as a new cell below the running one. Prints where the GEMM came from; returns the cell."""
+    gemm, where = register_blocked_source(folder)
+    cell = gemm_relu_scaffold(gemm)
+    print(f"starting from {where}")
+    if offer_cell(cell):
+        print("Written into a new cell below this one: do the exercise there, and delete the placeholder "
+              "`# kernel: gemm_relu` cell under it (the grader grades a notebook's last kernel cell).")
+    print("No new cell? This front end ignores cells written from code: print the text this returns and "
+          "paste it into a new code cell.")
+    return cell
+
+
 # ---------------------------------------------------------------------------- notebook 08: training
 
 
@@ -160,31 +262,29 @@ def mlp_step_source(folder=None) -> tuple[str, str]:
     notebook's own), when they build together; else kernels/08_mlp_step.cu, and why. Each file goes in a
     namespace of its own (their constants and helpers may share names) after the #include lines; their
     extern "C" launchers keep their C names."""
-    import json
     import re
 
-    from . import binding, exercises, submissions
+    from . import binding, exercises
     from .errors import GraderError
 
-    folder = Path(folder) if folder else Path.cwd()
-    reference = exercises.EXERCISES["mlp_step"].reference_path
-    found = {}
-    for notebook, exercise in (("07_fused_epilogue.ipynb", "gemm_relu"), ("06_relu_mask.ipynb", "relu_mask")):
-        try:
-            found[notebook] = submissions.notebook_kernels(json.loads((folder / notebook).read_text()))[exercise]
-        except (OSError, ValueError, KeyError):
-            return reference.read_text(), f"kernels/{reference.name} (no {exercise} kernel cell in {folder / notebook})"
     include = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)
-    heads = dict.fromkeys(h.strip() for src in found.values() for h in include.findall(src))
-    source = "\n".join(heads) + "\n" + "".join(
-        f"\nnamespace notebook{name[:2]} {{  // {name}'s kernel cell\n{include.sub('', src).strip()}\n}}\n"
-        for name, src in found.items())
-    try:
-        binding.load(source, "mlp_step")
-    except GraderError as e:
-        first = (str(e).strip() or type(e).__name__).splitlines()[0]
-        return reference.read_text(), f"kernels/{reference.name} (yours do not build together: {first})"
-    return source, "your notebooks 07 (gemm_relu, gemm) and 06 (relu_backward)"
+
+    def join(found: dict[str, str]) -> str:
+        heads = dict.fromkeys(h.strip() for src in found.values() for h in include.findall(src))
+        return "\n".join(heads) + "\n" + "".join(
+            f"\nnamespace notebook{name[:2]} {{  // {name}'s kernel cell\n{include.sub('', src).strip()}\n}}\n"
+            for name, src in found.items())
+
+    def problem(source: str) -> str | None:
+        try:
+            binding.load(source, "mlp_step")
+        except GraderError as e:
+            return f"yours do not build together: {_first_line(e)}"
+        return None
+
+    return _yours_else_reference({"07_fused_epilogue.ipynb": "gemm_relu", "06_relu_mask.ipynb": "relu_mask"},
+                                 exercises.EXERCISES["mlp_step"].reference_path, join, problem,
+                                 "your notebooks 07 (gemm_relu, gemm) and 06 (relu_backward)", folder)
 
 
 TRAINING_RESULTS = "h200_training.json"  # python benchmarks/gpu_training.py --save kernels/results/h200_training.json
