@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
 # Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test|
-#   gputests|suites|nbexec|nbval|training]...
+#   gputests|suites|tests|nbexec|nbval|training|relugap]...
 # Carried with the tree (both ignored by git): .whl/ (../shared/gpu/jupyter-wheels.sh: Jupyter, nbval) and
 # .gpu-carry/bubblewrap_*.deb (`apt-get download bubblewrap`): the machine has neither and installs nothing.
 set -o pipefail
@@ -16,7 +16,7 @@ if ! command -v bwrap >/dev/null && ls .gpu-carry/bubblewrap_*.deb >/dev/null 2>
 fi
 steps=${@:-tune bench ncu}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv > $OUT/smi.txt 2>&1
-(nvidia-smi dmon -s pc -d 2 > $OUT/dmon.txt 2>&1 &)
+[ -z "${NO_DMON:-}" ] && (nvidia-smi dmon -s pc -d 2 > $OUT/dmon.txt 2>&1 &)  # NO_DMON=1: one file fewer in $OUT
 for s in $steps; do
   case $s in
     tune)  timeout 230 python3 benchmarks/gpu_tune.py relu gemm 2>&1 | tee $OUT/tune.log ;;
@@ -35,12 +35,17 @@ for s in $steps; do
            timeout ${GPU_TESTS_TIMEOUT:-300} python3 -m pytest -q -ra -m gpu tests/ -p no:cacheprovider 2>&1 | tee $OUT/gputests.log | tail -15 ;;
     suites) timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -q -ra tests/test_grade.py tests/test_batch.py tests/test_fresh_rounds.py \
              tests/test_sandbox.py tests/test_sandbox_signals.py -p no:cacheprovider 2>&1 | tee $OUT/suites.log | tail -15 ;;
+    tests) # the test files in $TESTS (a re-run of what changed), then each "EXERCISE FILE" of $CHECKS graded here
+           timeout ${TESTS_TIMEOUT:-300} python3 -m pytest -q -ra $TESTS -p no:cacheprovider 2>&1 | tee $OUT/tests.log | tail -15
+           echo "${CHECKS:-}" | tr ';' '\n' | while read -r ex file; do [ -n "$ex" ] && \
+             timeout 60 python3 -m grader check $ex $file 2>&1 | tee -a $OUT/tests.log | tail -3; done ;;
     nbexec)  # H200 outputs of the solutions matching $NOTEBOOKS (default: all) -> $OUT/solutions/
            python3 -m ipykernel install --user --name python3 >/dev/null
            timeout ${NBEXEC_TIMEOUT:-300} python3 -m grader.notebooks --execute $OUT/solutions --only ${NOTEBOOKS:-"*"} 2>&1 | tee $OUT/nbexec.log | tail -5 ;;
     nbval) python3 -m ipykernel install --user --name python3 >/dev/null
            timeout ${NBVAL_TIMEOUT:-300} python3 -m pytest -q --nbval-lax ${NOTEBOOKS:-solutions/} -p no:cacheprovider 2>&1 | tee $OUT/nbval.log | tail -8 ;;
-    training) timeout 200 python3 benchmarks/gpu_training.py --save $OUT/h200_training.json 2>&1 | tee $OUT/training.log | tail -20 ;;
+    relugap) timeout ${RELUGAP_TIMEOUT:-60} python3 benchmarks/relu_timing_gap.py 2>&1 | tee $OUT/relugap.log ;;
+    training) timeout ${TRAINING_TIMEOUT:-200} python3 benchmarks/gpu_training.py --save $OUT/h200_training.json 2>&1 | tee $OUT/training.log | tail -20 ;;
     ncu)   timeout 120 ncu --clock-control none --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,gpu__time_duration.sum \
              python3 benchmarks/gpu_ncu_conflicts.py > $OUT/ncu.log 2>&1; grep -E "gemm_kernel|bank_conflicts|wavefronts|duration" $OUT/ncu.log | head -40 ;;
   esac
