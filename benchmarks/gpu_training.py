@@ -45,7 +45,7 @@ def main() -> int:
     y = torch.randint(10, (args.batch,), device="cuda")
     result = lab.measure_training(model, X, y, seconds=args.seconds)
     t0 = time.perf_counter()
-    acc = lab.train_digits(k, hidden=lab.DIGITS_GPU["hidden"], steps=lab.DIGITS_GPU["steps"])
+    acc = lab.train_digits(k, **mlp.DIGITS_GPU)
     result |= {"date": time.strftime("%Y-%m-%d"), "kernel": Path(args.kernel).name,
                "data": "synthetic (randn inputs, random labels): timing only",
                "digits": acc | {"seconds": round(time.perf_counter() - t0, 2)}}

@@ -101,7 +101,7 @@ def test_torch_gemm_option_gives_the_same_gradients(k):
     grads = []
     for launchers in (k, mlp.Launchers(k.mod, torch_gemm=True)):
         model = mlp.MLP(launchers, (64, 35, 35, 10), seed=4)
-        torch.nn.functional.cross_entropy(model(X), torch.arange(21) % 10).backward()
+        torch.nn.functional.cross_entropy(model(X), torch.arange(21, device=k.device) % 10).backward()
         grads.append([p.grad for p in model.parameters()])
     assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(*grads))
 
@@ -138,7 +138,7 @@ def test_the_step_verdict_fails_a_wrong_gradient_and_a_missing_step(k):
 
 def test_digits_come_with_the_wheel_and_train_to_90_percent(k):
     """Notebook 08's CPU run, smaller: a 64 -> 32 -> 32 -> 10 MLP on the kernel's launchers."""
-    X, y, Xt, yt = mlp.digits()
+    X, y, Xt, yt = mlp.digits(device=k.device)
     assert X.shape[1] == 64 and len(X) + len(Xt) == 1797 and set(y.tolist()) == set(range(10))
     model = mlp.MLP(k, (64, 32, 32, 10))
     losses = mlp.train(model, X, y, steps=120, batch=64)
@@ -152,7 +152,8 @@ def test_notebook_08_composes_its_kernel_from_notebooks_07_and_06(tmp_path):
     assert where.startswith("your notebooks 07")
     assert "namespace notebook07" in source and "namespace notebook06" in source
     mod = grader.load(source, "mlp_step")
-    A, B, bias = torch.randn(37, 45), torch.randn(45, 70), torch.randn(70)
+    dev = mod.device
+    A, B, bias = torch.randn(37, 45, device=dev), torch.randn(45, 70, device=dev), torch.randn(70, device=dev)
     C, mask = mod.gemm_relu(A, B, bias)
     assert torch.allclose(C, torch.relu(A @ B + bias), atol=1e-4)
     assert torch.equal(mod.relu_backward(mask, C), C)
