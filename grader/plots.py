@@ -150,16 +150,21 @@ def stacked_bytes(rows: dict[str, dict[str, float]], unit="bytes per element", t
     fig, ax = plt.subplots(figsize=(7, 0.6 * len(names) + 1.4))
     y = np.arange(len(names))[::-1]
     left = np.zeros(len(names))
+    # more parts than COLORS (a training step's kernels): tab20, so that no two parts share a colour
+    colors = COLORS if len(parts) <= len(COLORS) else [plt.get_cmap("tab20")(i % 20) for i in range(len(parts))]
     for i, part in enumerate(parts):
         vals = np.array([rows[n].get(part, 0.0) for n in names])
-        ax.barh(y, vals, left=left, color=COLORS[i % len(COLORS)], label=part)
+        ax.barh(y, vals, left=left, color=colors[i % len(colors)], label=part)
         left += vals
     for yi, total in zip(y, left):
-        ax.text(total, yi, f" {total:g}", va="center", fontsize=9)
+        ax.text(total, yi, f" {total:.4g}", va="center", fontsize=9)
     ax.set_yticks(y, names)
     ax.set_xlabel(unit)
     ax.set_xlim(0, left.max() * 1.2)
-    ax.legend(fontsize=8, loc="lower right")
+    if len(parts) > 4:  # beside the bars, where it hides none of them
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=8, loc="lower right")
     if title:
         ax.set_title(title)
     return _done(fig)
