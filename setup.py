@@ -5,6 +5,7 @@ committed H200 results there, so a non-editable install (Colab: pip install of t
 repository's archive) needs them inside the package. A checkout (editable install, or
 PYTHONPATH) keeps using kernels/ itself: grader.exercises.KERNELS_DIR looks there first.
 """
+
 import shutil
 from pathlib import Path
 

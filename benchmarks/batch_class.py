@@ -8,6 +8,7 @@ gradebook to $OUT (or /tmp/out) and prints the elapsed time and the verdict coun
 
     python benchmarks/batch_class.py [N] [--jobs J] [--per-gpu K]
 """
+
 import argparse
 import collections
 import csv
@@ -46,15 +47,30 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         make_class(Path(d), args.n)
         t0 = time.perf_counter()
-        rc = subprocess.call([sys.executable, "-m", "grader", "batch", args.exercise, d,
-                              "--out", str(out / "grades.csv"), "--jobs", str(args.jobs),
-                              "--per-gpu", str(args.per_gpu)])
+        rc = subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                "batch",
+                args.exercise,
+                d,
+                "--out",
+                str(out / "grades.csv"),
+                "--jobs",
+                str(args.jobs),
+                "--per-gpu",
+                str(args.per_gpu),
+            ]
+        )
         elapsed = time.perf_counter() - t0
     rows = list(csv.DictReader(open(out / "grades.csv")))
-    verdicts = collections.Counter((r["compiled"], r["correct"], r["passed"] if "passed" in r else r["score"])
-                                   for r in rows)
-    print(f"batch of {len(rows)} submissions ({args.exercise}, --per-gpu {args.per_gpu}): "
-          f"{elapsed:.0f} s, exit code {rc}")
+    verdicts = collections.Counter(
+        (r["compiled"], r["correct"], r["passed"] if "passed" in r else r["score"]) for r in rows
+    )
+    print(
+        f"batch of {len(rows)} submissions ({args.exercise}, --per-gpu {args.per_gpu}): {elapsed:.0f} s, exit code {rc}"
+    )
     print("(compiled, correct, passed/score): count", dict(verdicts))
     return 0
 

@@ -10,6 +10,7 @@ writes those thresholds in the format of `--thresholds` / $GRADER_THRESHOLDS.
     python benchmarks/calibrate.py [--repeat 3] [--exercises tiled relu_mask] [--extra relu_mask=my.cu]
                                    [--save my_gpu.json]
 """
+
 import argparse
 import json
 import statistics
@@ -58,13 +59,19 @@ def main() -> int:
                 runs.append(r.speedup)
             if runs:
                 medians[label] = statistics.median(runs)
-                print(f"{name:<17} {label:<28} {medians[label]:6.3f}x  ({min(runs):.3f}-{max(runs):.3f}, "
-                      f"{len(runs)} grades; threshold now {ex.threshold:.2f}x)", flush=True)
+                print(
+                    f"{name:<17} {label:<28} {medians[label]:6.3f}x  ({min(runs):.3f}-{max(runs):.3f}, "
+                    f"{len(runs)} grades; threshold now {ex.threshold:.2f}x)",
+                    flush=True,
+                )
         shipped = [v for k, v in medians.items() if k == ex.reference or k.endswith(".ipynb")]
         if shipped:
             thresholds[name] = round(exercises.CALIBRATION * min(shipped), 2)
-            print(f"{name:<17} -> threshold {thresholds[name]:.2f}x ({exercises.CALIBRATION:.0%} of the slower "
-                  f"shipped solution, {min(shipped):.3f}x)", flush=True)
+            print(
+                f"{name:<17} -> threshold {thresholds[name]:.2f}x ({exercises.CALIBRATION:.0%} of the slower "
+                f"shipped solution, {min(shipped):.3f}x)",
+                flush=True,
+            )
     if args.save:
         Path(args.save).write_text(json.dumps(thresholds, indent=1) + "\n")
         print(f"wrote {args.save}")

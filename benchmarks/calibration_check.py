@@ -9,6 +9,7 @@ exits 1 when any verdict differs.
 
     python benchmarks/calibration_check.py [--repeat 3] [--json $OUT/calibration_check.json]
 """
+
 import argparse
 import json
 import sys
@@ -44,12 +45,22 @@ def main() -> int:
         for label, s in kernels.items():
             committed, measured = s >= ex.threshold, s >= m["threshold"]
             differ += committed != measured
-            rows.append({"exercise": name, "kernel": label, "speedup": round(s, 3),
-                         "committed_threshold": ex.threshold, "measured_threshold": m["threshold"],
-                         "committed_verdict": committed, "measured_verdict": measured})
-            print(f"{name:<17} {label:<34} {s:6.3f}x  committed {ex.threshold:5.2f} -> "
-                  f"{'pass' if committed else 'FAIL'}   measured {m['threshold']:5.2f} -> "
-                  f"{'pass' if measured else 'FAIL'}{'   DIFFERENT' if committed != measured else ''}")
+            rows.append(
+                {
+                    "exercise": name,
+                    "kernel": label,
+                    "speedup": round(s, 3),
+                    "committed_threshold": ex.threshold,
+                    "measured_threshold": m["threshold"],
+                    "committed_verdict": committed,
+                    "measured_verdict": measured,
+                }
+            )
+            print(
+                f"{name:<17} {label:<34} {s:6.3f}x  committed {ex.threshold:5.2f} -> "
+                f"{'pass' if committed else 'FAIL'}   measured {m['threshold']:5.2f} -> "
+                f"{'pass' if measured else 'FAIL'}{'   DIFFERENT' if committed != measured else ''}"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps({"gpu": calibration.gpu_name(), "rows": rows}, indent=1))
     print(f"\n{differ} verdict(s) differ" if differ else "\nsame verdicts under both calibrations")

@@ -7,6 +7,7 @@ Targets on the 2-core CI machine: kernel-file compile <= 5 s; 16x16 tiled SGEMM
 (wall clock, and CPU time, which a busy machine inflates less) for each race-detector setting of cuda_emu_configure (0: off, 1: sampled blocks, the
 default; 3: every block).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -77,8 +78,10 @@ def main() -> int:
                 met = best <= target
                 if flags == 1:
                     ok &= met and correct
-                print(f"{label:30s} {n}^3 tiled 16x16: {best:.3f} s, CPU {best_cpu:.3f} s (target <= {target} s)"
-                      f"{'' if met else '  MISSED'}{'' if correct else '  WRONG: ' + str(err)}")
+                print(
+                    f"{label:30s} {n}^3 tiled 16x16: {best:.3f} s, CPU {best_cpu:.3f} s (target <= {target} s)"
+                    f"{'' if met else '  MISSED'}{'' if correct else '  WRONG: ' + str(err)}"
+                )
     return 0 if ok else 1
 
 

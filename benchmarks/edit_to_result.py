@@ -3,6 +3,7 @@
 Target (foundation issue): <= 2 s on the H200 after an edit; an unchanged cell
 well under 0.1 s. Run on a GPU machine: python benchmarks/edit_to_result.py
 """
+
 import os
 import statistics
 import sys
@@ -35,6 +36,8 @@ first = time.perf_counter() - t0
 t0 = time.perf_counter()
 grader.load(SRC + "\n// edit 0-cached\n", "naive")
 cached = time.perf_counter() - t0
-print(f"edit -> checked result: median {statistics.median(edits):.2f} s, max {max(edits):.2f} s "
-      f"over {len(edits)} edits ({torch.cuda.get_device_name()})")
+print(
+    f"edit -> checked result: median {statistics.median(edits):.2f} s, max {max(edits):.2f} s "
+    f"over {len(edits)} edits ({torch.cuda.get_device_name()})"
+)
 print(f"unchanged source: {cached * 1e3:.1f} ms")

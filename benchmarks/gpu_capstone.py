@@ -8,6 +8,7 @@
    followed by the separate pass (kernels/07a), at M = N = 4096 and K in grader.fusion.KS.
 Every kernel is checked against float64 / the exact mask first (grader.bench).
 """
+
 import argparse
 import datetime
 import json
@@ -30,14 +31,19 @@ def relu_rows(mods: dict, m: int = 8192, n: int = 8192, seconds: float = 8.0) ->
     Y, dX, Yt, cp = (torch.empty_like(X) for _ in range(4))
     Yt.copy_(torch.relu(X))  # the saved activation threshold_backward reads
     mask = torch.empty((m, (n + 31) // 32), dtype=torch.int32, device="cuda")
-    fns = {"torch forward": lambda: torch.relu(X),
-           "torch backward": lambda: torch.ops.aten.threshold_backward(dY, Yt, 0.0),
-           "torch pair": lambda: (torch.relu(X), torch.ops.aten.threshold_backward(dY, Yt, 0.0)),
-           "copy": lambda: cp.copy_(X)}
+    fns = {
+        "torch forward": lambda: torch.relu(X),
+        "torch backward": lambda: torch.ops.aten.threshold_backward(dY, Yt, 0.0),
+        "torch pair": lambda: (torch.relu(X), torch.ops.aten.threshold_backward(dY, Yt, 0.0)),
+        "copy": lambda: cp.copy_(X),
+    }
     for name, mod in mods.items():
         fns[f"{name} forward"] = lambda mod=mod: mod.launch.relu_forward(X, Y, mask)
         fns[f"{name} backward"] = lambda mod=mod: mod.launch.relu_backward(mask, dY, dX)
-        fns[f"{name} pair"] = lambda mod=mod: (mod.launch.relu_forward(X, Y, mask), mod.launch.relu_backward(mask, dY, dX))
+        fns[f"{name} pair"] = lambda mod=mod: (
+            mod.launch.relu_forward(X, Y, mask),
+            mod.launch.relu_backward(mask, dY, dX),
+        )
     t = time_gpu(fns, max_seconds=seconds)
     e = m * n
     copy_gbs = 8 * e / (t["copy"].median_ms * 1e-3) / 1e9
@@ -64,25 +70,41 @@ def main() -> int:
     ap.add_argument("--only", choices=["relu", "fusion"])
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "date": datetime.date.today().isoformat(), "command": "python3 benchmarks/gpu_capstone.py"}
+    res = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "date": datetime.date.today().isoformat(),
+        "command": "python3 benchmarks/gpu_capstone.py",
+    }
     if args.only in (None, "relu"):
-        mods = {"k06": bench.load_kernel("06_relu_mask.cu", "relu_mask"),
-                "nb06": binding.load(submissions.read(str(ROOT / "solutions/06_relu_mask.ipynb"), "relu_mask")[0],
-                                     "relu_mask", backend="cuda")}
+        mods = {
+            "k06": bench.load_kernel("06_relu_mask.cu", "relu_mask"),
+            "nb06": binding.load(
+                submissions.read(str(ROOT / "solutions/06_relu_mask.ipynb"), "relu_mask")[0],
+                "relu_mask",
+                backend="cuda",
+            ),
+        }
         for name, mod in mods.items():
-            errs = [bench.check_relu(mod, m, n, 7 + i) for i, (m, n) in
-                    enumerate([(1, 1), (17, 33), (127, 253), (3, 4096), (1000, 1031), (8192, 8192)])]
+            errs = [
+                bench.check_relu(mod, m, n, 7 + i)
+                for i, (m, n) in enumerate([(1, 1), (17, 33), (127, 253), (3, 4096), (1000, 1031), (8192, 8192)])
+            ]
             assert all(e == 0.0 for e in errs), (name, errs)
         res["relu"] = relu_rows(mods)
         for name, row in res["relu"]["rows"].items():
-            print(f"relu {name:<16} {row['ms']:.4f} ms {row['pct_of_copy_bw']:6.1f}% of copy"
-                  + (f"  {row['x_torch']:.3f}x torch" if "x_torch" in row else ""), flush=True)
+            print(
+                f"relu {name:<16} {row['ms']:.4f} ms {row['pct_of_copy_bw']:6.1f}% of copy"
+                + (f"  {row['x_torch']:.3f}x torch" if "x_torch" in row else ""),
+                flush=True,
+            )
     if args.only in (None, "fusion"):
         res["fusion"] = {}
-        for name, (src, ex) in {"k07": (ROOT / "kernels/07_gemm_relu.cu", "gemm_relu"),
-                                "k07b": (ROOT / "kernels/07b_gemm_relu_warptile.cu", "gemm_relu"),
-                                "nb07": (ROOT / "solutions/07_fused_epilogue.ipynb", "gemm_relu")}.items():
+        for name, (src, ex) in {
+            "k07": (ROOT / "kernels/07_gemm_relu.cu", "gemm_relu"),
+            "k07b": (ROOT / "kernels/07b_gemm_relu_warptile.cu", "gemm_relu"),
+            "nb07": (ROOT / "solutions/07_fused_epilogue.ipynb", "gemm_relu"),
+        }.items():
             mod = binding.load(submissions.read(str(src), ex)[0], ex, backend="cuda")
             errs = [bench.check_gemm_relu(mod, *s, seed=i) for i, s in enumerate(bench.CHECK_SHAPES)]
             assert all(bench._ok(e) for e in errs), (name, errs)

@@ -5,6 +5,7 @@
 Runs grader.machine's probes (kernels/00_machine.cu, built by the course's toolchain) and writes
 one JSON file that notebook 00 reads (grader.machine.h200()). About a minute on an H200.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,16 @@ from grader import machine  # noqa: E402
 
 def nvidia_smi() -> str:
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
-                               "--format=csv,noheader"], capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
 
@@ -34,14 +43,27 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import torch
+
     gpu = machine.GpuProbes()
-    out = {"status": "measured", "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "gpu": gpu.facts(), "nvidia_smi_before": nvidia_smi()}
+    out = {
+        "status": "measured",
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "gpu": gpu.facts(),
+        "nvidia_smi_before": nvidia_smi(),
+    }
     print(json.dumps(out["gpu"], indent=1), flush=True)
-    steps = [("latency_cycles", gpu.latency_table), ("latency_sweep", gpu.latency_sweep),
-             ("latency_sweep_max_shared", lambda: gpu.latency_sweep(
-                 [fp for fp in machine.SWEEP_FOOTPRINTS if fp <= 1 * machine.MB], carveout=100)),
-             ("bandwidth_sweep", gpu.bandwidth_sweep), ("fma_rate", gpu.fma_rate)]
+    steps = [
+        ("latency_cycles", gpu.latency_table),
+        ("latency_sweep", gpu.latency_sweep),
+        (
+            "latency_sweep_max_shared",
+            lambda: gpu.latency_sweep([fp for fp in machine.SWEEP_FOOTPRINTS if fp <= 1 * machine.MB], carveout=100),
+        ),
+        ("bandwidth_sweep", gpu.bandwidth_sweep),
+        ("fma_rate", gpu.fma_rate),
+    ]
     for name, fn in steps:  # each part on its own: one failure leaves the others in the file
         try:
             out[name] = fn()
@@ -58,10 +80,15 @@ def main(argv=None) -> int:
     print(f"wrote {args.save}")
     if args.plot:
         from grader import plots
+
         sweep = out.get("latency_sweep") or []
-        fig = plots.lines([r["footprint"] / 1024 for r in sweep], {"cycles per load": [r["cycles"] for r in sweep]},
-                          xlabel="chain footprint (KB)", ylabel="cycles per dependent load",
-                          title=f"pointer chase, {out['gpu']['name']}")
+        fig = plots.lines(
+            [r["footprint"] / 1024 for r in sweep],
+            {"cycles per load": [r["cycles"] for r in sweep]},
+            xlabel="chain footprint (KB)",
+            ylabel="cycles per dependent load",
+            title=f"pointer chase, {out['gpu']['name']}",
+        )
         fig.savefig(args.plot, dpi=120, bbox_inches="tight")
         print(f"wrote {args.plot}")
     return 1 if out.get("errors") else 0

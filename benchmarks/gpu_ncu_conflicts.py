@@ -3,6 +3,7 @@
     ncu --clock-control none --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,\
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,gpu__time_duration.sum python benchmarks/gpu_ncu_conflicts.py
 """
+
 import torch
 
 from grader import bench

@@ -12,6 +12,7 @@ profiled kernels in the same order (each launcher launches exactly one kernel; t
 that the CSV has as many). `benchmarks/profile_vs_ncu.py` joins the CSV with the CPU profile
 into kernels/results/profile_vs_ncu.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,6 +82,7 @@ def shapes_for(exercise: str):
 def launches():
     """Every (file, exercise, launcher, shape) the driver profiles, in order."""
     from grader import contract
+
     for file, ex in KERNELS:
         for shape in shapes_for(ex):
             for launcher in contract.LAUNCHERS[ex]:
@@ -113,8 +115,9 @@ def driver(manifest: Path, backend: str = "cuda") -> None:
                     torch.cuda.synchronize()
                     torch.cuda.profiler.stop()
                 mod.check_error(launcher.name, synchronize=True)
-                done.append({"id": len(done), "file": file, "exercise": ex, "launcher": launcher.name,
-                             "shape": list(shape)})
+                done.append(
+                    {"id": len(done), "file": file, "exercise": ex, "launcher": launcher.name, "shape": list(shape)}
+                )
                 print(f"{len(done) - 1}: {file} {launcher.name} {shape}", file=sys.stderr, flush=True)
     manifest.write_text(json.dumps(done, indent=1))
 
@@ -148,20 +151,37 @@ def main() -> int:
     metrics = available_metrics(ncu)
     dropped = [m for m in METRICS if m not in metrics]
     manifest = out / "ncu_manifest.json"
-    cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--metrics", ",".join(metrics),
-           sys.executable, str(Path(__file__).resolve()), "--driver", "--manifest", str(manifest)]
+    cmd = [
+        ncu,
+        "--clock-control",
+        "none",
+        "--profile-from-start",
+        "off",
+        "--csv",
+        "--metrics",
+        ",".join(metrics),
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--driver",
+        "--manifest",
+        str(manifest),
+    ]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}", PYTHONUNBUFFERED="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     rows = [line for line in proc.stdout.splitlines() if line.startswith('"')]
     (out / "ncu_profile.csv").write_text("\n".join(rows) + "\n")
-    (out / "ncu_profile.log").write_text(f"$ {' '.join(cmd)}\nrc={proc.returncode}\ndropped metrics: {dropped}\n"
-                                         f"--- stdout (non-CSV) ---\n"
-                                         + "\n".join(l for l in proc.stdout.splitlines() if not l.startswith('"'))
-                                         + f"\n--- stderr ---\n{proc.stderr}")
+    (out / "ncu_profile.log").write_text(
+        f"$ {' '.join(cmd)}\nrc={proc.returncode}\ndropped metrics: {dropped}\n"
+        f"--- stdout (non-CSV) ---\n"
+        + "\n".join(l for l in proc.stdout.splitlines() if not l.startswith('"'))
+        + f"\n--- stderr ---\n{proc.stderr}"
+    )
     ids = {r["ID"] for r in csv.DictReader(io.StringIO("\n".join(rows)))} if rows else set()
     expected = len(json.loads(manifest.read_text())) if manifest.exists() else -1
-    print(f"ncu rc={proc.returncode}; {len(ids)} kernels profiled, {expected} launches in the manifest; "
-          f"dropped metrics: {dropped or 'none'}; files in {out}")
+    print(
+        f"ncu rc={proc.returncode}; {len(ids)} kernels profiled, {expected} launches in the manifest; "
+        f"dropped metrics: {dropped or 'none'}; files in {out}"
+    )
     return 0 if proc.returncode == 0 and len(ids) == expected else 1
 
 

@@ -10,6 +10,7 @@ outside the fused forward; nn.Linear + nn.ReLU), the memory the forward keeps an
 GPU time of a step by part (torch.profiler). Accuracy: the same file's MLP, 64 -> 256 -> 256 -> 10,
 trained on scikit-learn's digits as notebook 08 trains it on a GPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,12 @@ def main() -> int:
     result = lab.measure_training(model, X, y, seconds=args.seconds)
     t0 = time.perf_counter()
     acc = lab.train_digits(k, **mlp.DIGITS_GPU)
-    result |= {"date": time.strftime("%Y-%m-%d"), "kernel": Path(args.kernel).name,
-               "data": "synthetic (randn inputs, random labels): timing only",
-               "digits": acc | {"seconds": round(time.perf_counter() - t0, 2)}}
+    result |= {
+        "date": time.strftime("%Y-%m-%d"),
+        "kernel": Path(args.kernel).name,
+        "data": "synthetic (randn inputs, random labels): timing only",
+        "digits": acc | {"seconds": round(time.perf_counter() - t0, 2)},
+    }
     print(lab.training_table(result))
     if args.save:
         Path(args.save).write_text(json.dumps(result, indent=1) + "\n")

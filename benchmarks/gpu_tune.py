@@ -7,6 +7,7 @@ round-robin `grader.timing.time_gpu` call per size with cuBLAS FP32 (TF32 off) o
 so every row of a table comes from the same run. The baseline appears twice (`base`, `base#2`):
 their difference is the run-to-run spread a win has to beat. Writes $OUT/tune.json.
 """
+
 import json
 import os
 import sys
@@ -19,7 +20,8 @@ from grader.timing import time_gpu, tflops
 
 BASE = ()
 GEMM_VARIANTS = {  # name -> -D flags (defaults: 128x256x32, 4x8 lanes, 2x2 sub-tiles, 2 stages)
-    "base": BASE, "base#2": BASE,
+    "base": BASE,
+    "base#2": BASE,
     "fragdb": ("-DFRAG_DB=1",),
     "group8": ("-DGROUP_M=8",),
     "stages3": ("-DBIG_STAGES=3",),
@@ -35,14 +37,17 @@ GEMM_VARIANTS = {  # name -> -D flags (defaults: 128x256x32, 4x8 lanes, 2x2 sub-
 }
 # Second sweep (2026-12 run 2): the 8 x 16 thread tile, the winner of the first, with the other knobs.
 GEMM_VARIANTS_2 = {
-    "base": BASE, "t8x16": ("-DBIG_SUB_N=4",), "t8x16#2": ("-DBIG_SUB_N=4",),
+    "base": BASE,
+    "t8x16": ("-DBIG_SUB_N=4",),
+    "t8x16#2": ("-DBIG_SUB_N=4",),
     "t8x16_fragdb": ("-DBIG_SUB_N=4", "-DFRAG_DB=1"),
     "t8x16_s3": ("-DBIG_SUB_N=4", "-DBIG_STAGES=3"),
     "t8x16_s3_fragdb": ("-DBIG_SUB_N=4", "-DBIG_STAGES=3", "-DFRAG_DB=1"),
     "t8x16_bk16s3": ("-DBIG_SUB_N=4", "-DBIG_BK=16", "-DBIG_STAGES=3"),
 }
 RELU_VARIANTS = {
-    "base": (), "base#2": (),
+    "base": (),
+    "base#2": (),
     "c4": ("-DRELU_CHUNKS=4",),
     "c4_coal": ("-DRELU_CHUNKS=4", "-DRELU_MASK_COALESCED=1"),
     "c4_coal_cs": ("-DRELU_CHUNKS=4", "-DRELU_MASK_COALESCED=1", "-DRELU_STREAM=1"),
@@ -68,6 +73,7 @@ def gemm_flags(f):
 
 def prebuild(jobs):
     """Compile every (file, exercise, flags) in parallel; loading later hits the cache."""
+
     def one(job):
         file, ex, flags = job
         src, name = binding.read_source(bench.KERNELS_DIR / file)
@@ -76,6 +82,7 @@ def prebuild(jobs):
             return None
         except Exception as e:
             return f"{file} {flags}: {str(e)[:300]}"
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 8) as pool:
         for err in pool.map(one, sorted(set(jobs))):
             if err:
@@ -96,9 +103,13 @@ def tune_gemm(res):
     for name in list(mods):
         e5 = [bench.check_gemm(mods[name], *s, seed=i) for i, s in enumerate(shapes)]
         e7 = [bench.check_gemm_relu(mods7[name], *s, seed=50 + i) for i, s in enumerate(shapes[:-1])]
-        res["gemm"][name] = {"flags": GEMM_VARIANTS[name], "ok05": all(map(bench._ok, e5)),
-                             "ok07": all(map(bench._ok, e7)), "max_err": max(e5 + e7)}
-    for (m, n, k) in GEMM_SIZES:
+        res["gemm"][name] = {
+            "flags": GEMM_VARIANTS[name],
+            "ok05": all(map(bench._ok, e5)),
+            "ok07": all(map(bench._ok, e7)),
+            "max_err": max(e5 + e7),
+        }
+    for m, n, k in GEMM_SIZES:
         A, B = bench._gemm_inputs(m, n, k, 7)
         Cs = {name: torch.empty(m, n, device="cuda") for name in mods}
         Cb = torch.empty(m, n, device="cuda")
@@ -107,17 +118,26 @@ def tune_gemm(res):
         t = time_gpu(fns, max_seconds=SEC, max_runs=400, rel_err=0.0)
         key = f"{m}x{n}x{k}"
         for name in mods:
-            res["gemm"][name][key] = {"ms": t[name].median_ms, "tflops": tflops(m, n, k, t[name].median_ms),
-                                      "pct": 100 * t["cublas"].median_ms / t[name].median_ms,
-                                      "p10": t[name].p10_ms, "p90": t[name].p90_ms, "runs": t[name].runs}
+            res["gemm"][name][key] = {
+                "ms": t[name].median_ms,
+                "tflops": tflops(m, n, k, t[name].median_ms),
+                "pct": 100 * t["cublas"].median_ms / t[name].median_ms,
+                "p10": t[name].p10_ms,
+                "p90": t[name].p90_ms,
+                "runs": t[name].runs,
+            }
         res["gemm"]["cublas"][key] = {"ms": t["cublas"].median_ms, "tflops": tflops(m, n, k, t["cublas"].median_ms)}
 
 
 def tune_relu(res, m=8192, n=8192):
     mods = {name: bench.load_kernel("06_relu_mask.cu", "relu_mask", f) for name, f in RELU_VARIANTS.items()}
     for name, mod in mods.items():
-        ok = all(bench.check_relu(mod, a, b, 3 + i) == 0.0 for i, (a, b) in
-                 enumerate([(1, 1), (17, 33), (127, 253), (1000, 1000), (3, 4096), (5, 384), (7, 640), (m, n)]))
+        ok = all(
+            bench.check_relu(mod, a, b, 3 + i) == 0.0
+            for i, (a, b) in enumerate(
+                [(1, 1), (17, 33), (127, 253), (1000, 1000), (3, 4096), (5, 384), (7, 640), (m, n)]
+            )
+        )
         res["relu"][name] = {"flags": RELU_VARIANTS[name], "ok": ok}
     g = torch.Generator(device="cuda").manual_seed(3)
     X = torch.randn(m, n, device="cuda", generator=g)
@@ -129,7 +149,10 @@ def tune_relu(res, m=8192, n=8192):
     for name, mod in mods.items():
         fns[name + "/fwd"] = lambda mod=mod: mod.launch.relu_forward(X, Y, mask)
         fns[name + "/bwd"] = lambda mod=mod: mod.launch.relu_backward(mask, dY, dX)
-        fns[name + "/pair"] = lambda mod=mod: (mod.launch.relu_forward(X, Y, mask), mod.launch.relu_backward(mask, dY, dX))
+        fns[name + "/pair"] = lambda mod=mod: (
+            mod.launch.relu_forward(X, Y, mask),
+            mod.launch.relu_backward(mask, dY, dX),
+        )
     fns["torch_relu"] = lambda: torch.relu(X)
     fns["torch_pair"] = lambda: (torch.relu(X), torch.ops.aten.threshold_backward(dY, Yt, 0.0))
     fns["copy"] = lambda: dst.copy_(X)
@@ -141,8 +164,11 @@ def tune_relu(res, m=8192, n=8192):
         r = res["relu"][name]
         for part, b in (("fwd", 8.125), ("bwd", 8.125), ("pair", 16.25)):
             ms = t[f"{name}/{part}"].median_ms
-            r[part] = {"ms": ms, "pct_copy": 100 * b * m * n / (ms * 1e-3) / 1e9 / copy_gbs,
-                       "spread": (t[f"{name}/{part}"].p90_ms - t[f"{name}/{part}"].p10_ms)}
+            r[part] = {
+                "ms": ms,
+                "pct_copy": 100 * b * m * n / (ms * 1e-3) / 1e9 / copy_gbs,
+                "spread": (t[f"{name}/{part}"].p90_ms - t[f"{name}/{part}"].p10_ms),
+            }
         r["x_torch_pair"] = t["torch_pair"].median_ms / r["pair"]["ms"]
         r["x_torch_relu"] = t["torch_relu"].median_ms / r["fwd"]["ms"]
 
@@ -150,17 +176,21 @@ def tune_relu(res, m=8192, n=8192):
 def tune_fused(res, shapes=((4096, 4096, 4096), (4096, 4096, 512))):
     torch.backends.cuda.matmul.allow_tf32 = False
     relu = bench.load_kernel("06_relu_mask.cu", "relu_mask")
-    mods5 = {tile: bench.load_kernel("05_warptile_pipelined.cu", "register_blocked", gemm_flags(f))
-             for tile, f in FUSED_TILES.items()}
+    mods5 = {
+        tile: bench.load_kernel("05_warptile_pipelined.cu", "register_blocked", gemm_flags(f))
+        for tile, f in FUSED_TILES.items()
+    }
     mods7 = {}
     for tile, f in FUSED_TILES.items():
         for epi, epi_flags in FUSED_EPI[tile].items():
             m7 = bench.load_kernel("07b_gemm_relu_warptile.cu", "gemm_relu", gemm_flags(f + epi_flags))
-            errs = [bench.check_gemm_relu(m7, *s, seed=60 + i) for i, s in
-                    enumerate(bench.CHECK_SHAPES + [(513, 1031, 260), (4096, 4096, 512)])]
+            errs = [
+                bench.check_gemm_relu(m7, *s, seed=60 + i)
+                for i, s in enumerate(bench.CHECK_SHAPES + [(513, 1031, 260), (4096, 4096, 512)])
+            ]
             mods7[f"{tile}/{epi}"] = m7
             res["fused"][f"{tile}/{epi}"] = {"ok": all(map(bench._ok, errs))}
-    for (m, n, k) in shapes:
+    for m, n, k in shapes:
         A, B = bench._gemm_inputs(m, n, k, 5)
         bias = torch.randn(n, device="cuda")
         mask = torch.empty((m, (n + 31) // 32), dtype=torch.int32, device="cuda")
@@ -176,8 +206,11 @@ def tune_fused(res, shapes=((4096, 4096, 4096), (4096, 4096, 512))):
         for name in fns:
             tile = name.split("/")[0]
             res["fused"].setdefault(name, {})[f"{m}x{n}x{k}"] = dict(
-                ms=t[name].median_ms, spread=t[name].p90_ms - t[name].p10_ms,
-                x_same_gemm=t[name].median_ms / t[f"{tile}/gemm"].median_ms, x_best_gemm=t[name].median_ms / base)
+                ms=t[name].median_ms,
+                spread=t[name].p90_ms - t[name].p10_ms,
+                x_same_gemm=t[name].median_ms / t[f"{tile}/gemm"].median_ms,
+                x_best_gemm=t[name].median_ms / base,
+            )
 
 
 def pick(res, default="t8x16", margin=1.01):
@@ -197,8 +230,10 @@ def main(what):
     jobs = []
     if "gemm" in what:
         for f in GEMM_VARIANTS.values():
-            jobs += [("05_warptile_pipelined.cu", "register_blocked", gemm_flags(f)),
-                     ("07b_gemm_relu_warptile.cu", "gemm_relu", gemm_flags(f))]
+            jobs += [
+                ("05_warptile_pipelined.cu", "register_blocked", gemm_flags(f)),
+                ("07b_gemm_relu_warptile.cu", "gemm_relu", gemm_flags(f)),
+            ]
     if "relu" in what:
         jobs += [("06_relu_mask.cu", "relu_mask", tuple(f)) for f in RELU_VARIANTS.values()]
     if "fused" in what:
@@ -219,29 +254,41 @@ def main(what):
         json.dump(res, open(f"{out}/tune.json", "w"), indent=1, default=str)
     if "relu" in what:
         ref = res["relu"]["ref"]
-        print(f"\nReLU 8192^2: torch_relu {ref['torch_relu']:.4f} ms, torch_pair {ref['torch_pair']:.4f}, "
-              f"copy {ref['copy']:.4f} ({ref['copy_gbs']:.0f} GB/s)")
+        print(
+            f"\nReLU 8192^2: torch_relu {ref['torch_relu']:.4f} ms, torch_pair {ref['torch_pair']:.4f}, "
+            f"copy {ref['copy']:.4f} ({ref['copy_gbs']:.0f} GB/s)"
+        )
         print(f"{'variant':<16}{'ok':>4}{'fwd ms':>9}{'%copy':>7}{'bwd ms':>9}{'pair ms':>9}{'x torch':>8}")
         for name, r in res["relu"].items():
             if name != "ref":
-                print(f"{name:<16}{str(r['ok']):>4}{r['fwd']['ms']:9.4f}{r['fwd']['pct_copy']:7.1f}"
-                      f"{r['bwd']['ms']:9.4f}{r['pair']['ms']:9.4f}{r['x_torch_pair']:8.3f}")
+                print(
+                    f"{name:<16}{str(r['ok']):>4}{r['fwd']['ms']:9.4f}{r['fwd']['pct_copy']:7.1f}"
+                    f"{r['bwd']['ms']:9.4f}{r['pair']['ms']:9.4f}{r['x_torch_pair']:8.3f}"
+                )
     if "gemm" in what:
         keys = [f"{m}x{n}x{k}" for m, n, k in GEMM_SIZES]
-        print(f"\n{'variant':<18}{'ok05':>5}{'ok07':>5}" + "".join(f"{k:>22}" for k in keys) + "  (TF, % cuBLAS, p10-p90 ms)")
+        print(
+            f"\n{'variant':<18}{'ok05':>5}{'ok07':>5}"
+            + "".join(f"{k:>22}" for k in keys)
+            + "  (TF, % cuBLAS, p10-p90 ms)"
+        )
         for name, r in res["gemm"].items():
             if name == "cublas":
                 print(f"{name:<28}" + "".join(f"{r[k]['tflops']:12.2f}{'':10}" for k in keys))
             elif keys[0] in r:
-                print(f"{name:<18}{str(r['ok05'])[0]:>5}{str(r['ok07'])[0]:>5}" +
-                      "".join(f"{r[k]['tflops']:8.2f}{r[k]['pct']:6.1f}%{r[k]['p90'] - r[k]['p10']:7.3f}" for k in keys))
+                print(
+                    f"{name:<18}{str(r['ok05'])[0]:>5}{str(r['ok07'])[0]:>5}"
+                    + "".join(f"{r[k]['tflops']:8.2f}{r[k]['pct']:6.1f}%{r[k]['p90'] - r[k]['p10']:7.3f}" for k in keys)
+                )
     if "fused" in what:
         for key in ("4096x4096x4096", "4096x4096x512"):
             print(f"\n{'fused ' + key:<22}{'ok':>6}{'ms':>9}{'/same gemm':>11}{'/t8x16 gemm':>12}{'p90-p10':>9}")
             for name, r in res["fused"].items():
                 if key in r:
                     q = r[key]
-                    print(f"{name:<22}{str(r.get('ok', '')):>6}{q['ms']:9.4f}{q['x_same_gemm']:11.3f}{q['x_best_gemm']:12.3f}{q['spread']:9.4f}")
+                    print(
+                        f"{name:<22}{str(r.get('ok', '')):>6}{q['ms']:9.4f}{q['x_same_gemm']:11.3f}{q['x_best_gemm']:12.3f}{q['spread']:9.4f}"
+                    )
     if "gemm2" in what:
         choice = pick(res)
         print("PICK", choice, " ".join(GEMM_VARIANTS[choice]))

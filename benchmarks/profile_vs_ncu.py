@@ -9,6 +9,7 @@ one row per profiled launch and metric). Every launch is re-run here on the CPU 
 shape with every block recorded (blocks="all": the comparison is of the counting model, not of the
 sampling), and each count is written beside ncu's with their ratio and, where they cannot agree, why.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,10 +38,18 @@ COMPARED = [
 ]
 # the CPU profile names shared requests after smsp__inst_executed_op_shared_*; SASS counts are ncu's
 # closest to "one per warp instruction" (inst_executed also counts LDGSTS-related ops for 05/07)
-CPU_NAME = {"smsp__sass_inst_executed_op_shared_ld.sum": "smsp__inst_executed_op_shared_ld.sum",
-            "smsp__sass_inst_executed_op_shared_st.sum": "smsp__inst_executed_op_shared_st.sum"}
-KEY = ("global ld sectors", "global st sectors", "shared ld wavefronts", "shared st wavefronts",
-       "shared ld bank conflicts", "shared st bank conflicts")
+CPU_NAME = {
+    "smsp__sass_inst_executed_op_shared_ld.sum": "smsp__inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum": "smsp__inst_executed_op_shared_st.sum",
+}
+KEY = (
+    "global ld sectors",
+    "global st sectors",
+    "shared ld wavefronts",
+    "shared st wavefronts",
+    "shared ld bank conflicts",
+    "shared st bank conflicts",
+)
 CP_ASYNC = ("05_warptile_pipelined.cu", "07_gemm_relu.cu")
 TOLERANCE = 0.10
 
@@ -50,16 +59,22 @@ def why(file: str, label: str, cpu: float, gpu: float) -> str:
     if abs(cpu - gpu) <= TOLERANCE * max(cpu, gpu) or max(cpu, gpu) == 0:
         return ""
     if file in CP_ASYNC and label.startswith("shared st"):
-        return ("cp.async (sm_80+) copies global -> shared without the LSU's shared-store path: ncu counts no "
-                "STS; the CPU backend runs the sm_75 fallback, plain copies, and counts them")
+        return (
+            "cp.async (sm_80+) copies global -> shared without the LSU's shared-store path: ncu counts no "
+            "STS; the CPU backend runs the sm_75 fallback, plain copies, and counts them"
+        )
     if file in CP_ASYNC and label.startswith("shared ld"):
-        return ("cp.async: ncu counts wavefronts of the LDGSTS fills of shared memory among the shared-load "
-                "wavefronts (its shared-load instructions, LDS, agree with the CPU's requests exactly)")
+        return (
+            "cp.async: ncu counts wavefronts of the LDGSTS fills of shared memory among the shared-load "
+            "wavefronts (its shared-load instructions, LDS, agree with the CPU's requests exactly)"
+        )
     if "conflicts" in label and min(cpu, gpu) == 0 and max(cpu, gpu) < 0.05 * max(cpu, gpu, 1) + 500:
         return "ncu's conflict counter is not zero on conflict-free code (a few hundred; research notes §4)"
     if label.startswith("shared st") and "04" in file:
-        return ("the transposed scalar stores of A conflict 2-way; ncu's few extra (<5 %) store "
-                "wavefronts are its counter noise, as above")
+        return (
+            "the transposed scalar stores of A conflict 2-way; ncu's few extra (<5 %) store "
+            "wavefronts are its counter noise, as above"
+        )
     return "not explained yet"
 
 
@@ -81,12 +96,14 @@ def load_ncu(csv_path: Path, manifest_path: Path) -> list[dict]:
 def cpu_counts(manifest: list[dict]) -> None:
     """Adds m["cpu"]: the CPU profile's metrics of the same launch (every block recorded)."""
     from grader import contract, profile
+
     runs: dict[tuple, profile.Profile] = {}
     for m in manifest:
         key = (m["file"], m["exercise"], tuple(m["shape"]))
         if key not in runs:
-            runs[key] = profile.run(m["exercise"], ROOT / "kernels" / m["file"], tuple(m["shape"]), blocks="all",
-                                    resources=False)
+            runs[key] = profile.run(
+                m["exercise"], ROOT / "kernels" / m["file"], tuple(m["shape"]), blocks="all", resources=False
+            )
             print(f"CPU profile: {m['file']} {m['shape']}", file=sys.stderr, flush=True)
         prof = runs[key]
         index = [l.name for l in contract.LAUNCHERS[m["exercise"]]].index(m["launcher"])
@@ -108,8 +125,10 @@ def table(manifest: list[dict]) -> str:
                 continue
             ratio = cpu / gpu if gpu else (1.0 if cpu == 0 else float("inf"))
             note = why(m["file"], label, cpu, gpu)
-            detail.append(f"| {name} | {shape} | {label} | {cpu:,.0f} | {gpu:,.0f} | "
-                          f"{'—' if not gpu and not cpu else f'{ratio:.3f}'} | {note} |")
+            detail.append(
+                f"| {name} | {shape} | {label} | {cpu:,.0f} | {gpu:,.0f} | "
+                f"{'—' if not gpu and not cpu else f'{ratio:.3f}'} | {note} |"
+            )
             if label in KEY:
                 w = worst.setdefault(f"{name} @ {shape}", {})
                 agree = not note
@@ -124,12 +143,17 @@ def table(manifest: list[dict]) -> str:
                 continue
             cpu, gpu, agree, note = w[label]
             agree = agree or cpu == gpu
-            mark = "=" if cpu == gpu else ("ok" if agree else "**differs**" if "not explained" in note
-                                                 else "differs (why: below)")
+            mark = (
+                "="
+                if cpu == gpu
+                else ("ok" if agree else "**differs**" if "not explained" in note else "differs (why: below)")
+            )
             cells.append(f"{cpu:,.0f} / {gpu:,.0f} {mark}")
         out.append(f"| {launch} | " + " | ".join(cells) + " |")
-    head = ["| launch | shape | count | CPU backend | ncu (H200) | CPU / ncu | why they differ |",
-            "|---|---|---|---:|---:|---:|---|"]
+    head = [
+        "| launch | shape | count | CPU backend | ncu (H200) | CPU / ncu | why they differ |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
     return "\n".join(out), "\n".join(head + detail)
 
 

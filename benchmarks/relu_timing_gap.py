@@ -8,6 +8,7 @@ times the same kernels at 1.10x? The same pair, timed four ways in one process (
 
     python benchmarks/relu_timing_gap.py [kernels/06_relu_mask.cu]
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,12 +39,19 @@ def main() -> int:
     for way in ("plain", "fresh", "graded", "swapped", "plain"):
         fr = FreshRounds("relu_mask", (m, n), ins, outs, seed=7)
         fns = {"torch": theirs, "kernel": ours} if way == "swapped" else {"kernel": ours, "torch": theirs}
-        t = time_gpu(fns, max_seconds=4.0, before_round=None if way == "plain" else fr.refresh,
-                     after_round=fr.check if way in ("graded", "swapped") else None)
+        t = time_gpu(
+            fns,
+            max_seconds=4.0,
+            before_round=None if way == "plain" else fr.refresh,
+            after_round=fr.check if way in ("graded", "swapped") else None,
+        )
         rows.setdefault(way, []).append(t["torch"].median_ms / t["kernel"].median_ms)
-        print(f"{way:<8} kernel {t['kernel'].median_ms:.4f} ms  torch {t['torch'].median_ms:.4f} ms  "
-              f"speed-up {rows[way][-1]:.3f}  ({t['kernel'].runs} rounds, spread {t['kernel'].spread:.2f}"
-              f"{', failed: ' + fr.failure if fr.failure else ''})", flush=True)
+        print(
+            f"{way:<8} kernel {t['kernel'].median_ms:.4f} ms  torch {t['torch'].median_ms:.4f} ms  "
+            f"speed-up {rows[way][-1]:.3f}  ({t['kernel'].runs} rounds, spread {t['kernel'].spread:.2f}"
+            f"{', failed: ' + fr.failure if fr.failure else ''})",
+            flush=True,
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ It prints one line per exercise and a JSON summary (--json FILE writes it too). 
 check of a session also starts the template (grader.forkserver); like a notebook's first cell
 it is reported separately ("first") and not counted in the median.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,6 +47,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     backend = grader.resolve_backend(args.backend)
     from grader import sandbox
+
     launcher = getattr(sandbox, "launcher_name", lambda: "subprocess")
     summary = {"backend": backend, "launcher": launcher(), "edits": args.edits, "exercises": {}}
     first = None
@@ -60,10 +62,17 @@ def main(argv=None) -> int:
             samples.append(s)
             passed.append(ok)
         med = statistics.median(samples)
-        summary["exercises"][ex] = {"median_s": round(med, 3), "max_s": round(max(samples), 3),
-                                    "samples_s": [round(s, 3) for s in samples], "all_passed": all(passed)}
-        print(f"{ex:18} median {med:5.2f} s  max {max(samples):5.2f} s  ({len(samples)} edits, "
-              f"{'all passed' if all(passed) else 'NOT ALL PASSED'})", flush=True)
+        summary["exercises"][ex] = {
+            "median_s": round(med, 3),
+            "max_s": round(max(samples), 3),
+            "samples_s": [round(s, 3) for s in samples],
+            "all_passed": all(passed),
+        }
+        print(
+            f"{ex:18} median {med:5.2f} s  max {max(samples):5.2f} s  ({len(samples)} edits, "
+            f"{'all passed' if all(passed) else 'NOT ALL PASSED'})",
+            flush=True,
+        )
     summary["first_check_s"] = round(first or 0.0, 3)
     summary["launcher"] = launcher()
     print(f"first check of the session (starts the template): {first:.2f} s; launcher: {summary['launcher']}")
@@ -77,6 +86,7 @@ def main(argv=None) -> int:
 def _reference(exercise: str) -> str:
     """The course's reference kernel file of an exercise (exercises.Exercise.reference_path)."""
     from grader import exercises
+
     return str(exercises.get(exercise).reference_path)
 
 

@@ -9,6 +9,7 @@ In a notebook:
 
 On the command line: python -m grader list | doctor | check | profile | batch | bench.
 """
+
 from . import profile
 from .binding import load, resolve_backend
 from .errors import CannotGrade, CompileError, GraderError, KernelError, LauncherError, SubmissionError
@@ -24,6 +25,7 @@ def check(exercise: str, source_or_path, *, backend: str = "auto", display: bool
         try:
             from IPython import get_ipython
             from IPython.display import HTML, display as show
+
             if get_ipython() is not None:
                 show(HTML(report.html_report(result)))
                 return result
@@ -45,5 +47,17 @@ def resources(source_or_path, exercise: str | None = None, arch: str | None = No
     return usage
 
 
-__all__ = ["load", "check", "resources", "profile", "resolve_backend", "EXERCISES", "GraderError", "CannotGrade",
-           "CompileError", "KernelError", "LauncherError", "SubmissionError"]
+__all__ = [
+    "load",
+    "check",
+    "resources",
+    "profile",
+    "resolve_backend",
+    "EXERCISES",
+    "GraderError",
+    "CannotGrade",
+    "CompileError",
+    "KernelError",
+    "LauncherError",
+    "SubmissionError",
+]

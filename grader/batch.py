@@ -14,6 +14,7 @@ interrupted batch loses nothing; a rerun regrades only submissions whose source,
 exercise, backend, thresholds or grader changed. One broken submission never stops
 the batch: anything that goes wrong becomes that submission's message.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,13 +35,48 @@ from .submissions import Submission, discover, kernel_filename, printable
 
 # nbgrader's CSV export has assignment, student_id, timestamp, raw_score, score, max_score:
 # ours uses the same names for the same things.
-FIELDS = ["student_id", "assignment", "exercise", "backend", "compiled", "correct", "passed", "outcome",
-          "speedup", "threshold", "pct_cublas", "raw_score", "score", "max_score", "message", "hint", "file",
-          "source_sha256", "grader_version", "timestamp", "seconds", "evidence"]
+FIELDS = [
+    "student_id",
+    "assignment",
+    "exercise",
+    "backend",
+    "compiled",
+    "correct",
+    "passed",
+    "outcome",
+    "speedup",
+    "threshold",
+    "pct_cublas",
+    "raw_score",
+    "score",
+    "max_score",
+    "message",
+    "hint",
+    "file",
+    "source_sha256",
+    "grader_version",
+    "timestamp",
+    "seconds",
+    "evidence",
+]
 # ---------------------------------------------------------------------------- gradebook
-GRADING_MODULES = ("grade.py", "checks.py", "worker.py", "sandbox.py", "protocol.py", "exercises.py", "submissions.py",
-                   "profile.py", "forbidden.py", "linkcheck.py", "contract.py", "toolchain.py", "binding.py",
-                   "timing.py", "errors.py")
+GRADING_MODULES = (
+    "grade.py",
+    "checks.py",
+    "worker.py",
+    "sandbox.py",
+    "protocol.py",
+    "exercises.py",
+    "submissions.py",
+    "profile.py",
+    "forbidden.py",
+    "linkcheck.py",
+    "contract.py",
+    "toolchain.py",
+    "binding.py",
+    "timing.py",
+    "errors.py",
+)
 
 
 def grader_version() -> str:
@@ -103,14 +139,28 @@ _OUTCOMES = [
     (("could not grade",), "could not grade"),
     (("forbidden:",), "forbidden"),
     (("does not compile",), "does not compile"),
-    (("is empty", "not a UTF-8", "no kernel cell", "no .cu file", "several candidate files", "not a readable notebook",
-      "cannot be read", "cell is not valid Python", "does not set SOURCE"), "nothing to grade"),
+    (
+        (
+            "is empty",
+            "not a UTF-8",
+            "no kernel cell",
+            "no .cu file",
+            "several candidate files",
+            "not a readable notebook",
+            "cannot be read",
+            "cell is not valid Python",
+            "does not set SOURCE",
+        ),
+        "nothing to grade",
+    ),
     (("launcher `",), "missing launcher"),
     (("result channel was tampered",), "tampered with the grader"),
     (("wrong in the timed runs", "at the timed size", "the timed run at"), "wrong when timed"),
     (("did not finish", "time limit", "the kernel timed out"), "hang"),
-    (("illegal memory access", "crashed", "wrote past", "wrote before", "CUDA error", "AddressSanitizer"),
-     "crash or out of bounds"),
+    (
+        ("illegal memory access", "crashed", "wrote past", "wrote before", "CUDA error", "AddressSanitizer"),
+        "crash or out of bounds",
+    ),
     (("wrote to its input",), "wrote its inputs"),
     (("exactly the answer",), "replayed an answer"),
 ]
@@ -118,8 +168,10 @@ _OUTCOMES = [
 
 def outcome(row: dict) -> str:
     """One word for the gradebook and the summary: passed, too slow, hang, wrong results, ..."""
+
     def yes(v) -> bool:
         return str(v) in ("True", "true", "1")
+
     msg = str(row.get("message") or "")
     if yes(row.get("passed")):
         return "passed"
@@ -141,6 +193,7 @@ class _Progress:
         self.n, self.total, self.desc = 0, total, desc
         try:
             from tqdm import tqdm
+
             self.bar = tqdm(total=total, desc=desc, unit="sub", file=sys.stderr)
         except ImportError:
             self.bar = None
@@ -160,21 +213,40 @@ class _Progress:
             self.bar.close()
 
 
-def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r=None, message: str = "",
-         seconds: float = 0.0) -> dict:
+def _row(
+    sub: Submission,
+    exercise: str,
+    backend: str,
+    key: str,
+    version: str,
+    r=None,
+    message: str = "",
+    seconds: float = 0.0,
+) -> dict:
     passed = bool(r and r.passed)
     correct = bool(r and r.correct)
     s = score(passed, correct)
     row = {
-        "student_id": sub.student_id, "assignment": exercise, "exercise": exercise, "backend": backend,
-        "compiled": bool(r and r.compiled), "correct": correct, "passed": passed,
+        "student_id": sub.student_id,
+        "assignment": exercise,
+        "exercise": exercise,
+        "backend": backend,
+        "compiled": bool(r and r.compiled),
+        "correct": correct,
+        "passed": passed,
         "speedup": round(r.speedup, 4) if r and r.speedup is not None else None,
         "threshold": r.threshold if r else None,
         "pct_cublas": round(r.pct_cublas, 1) if r and r.pct_cublas is not None else None,
-        "raw_score": s, "score": s, "max_score": 1.0,
-        "message": (r.message if r else message), "hint": r.hint if r else "",
-        "file": str(sub.path) if sub.path else "", "source_sha256": key, "grader_version": version,
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 2),
+        "raw_score": s,
+        "score": s,
+        "max_score": 1.0,
+        "message": (r.message if r else message),
+        "hint": r.hint if r else "",
+        "file": str(sub.path) if sub.path else "",
+        "source_sha256": key,
+        "grader_version": version,
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 2),
         # what a pass rests on: "timed on GPU" or "access counts (CPU, no timing)" (grader.profile)
         "evidence": r.evidence if r and r.compiled else "",
     }
@@ -182,10 +254,23 @@ def _row(sub: Submission, exercise: str, backend: str, key: str, version: str, r
     return row
 
 
-def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto", thresholds=None,
-              timeout: float | None = None, compile_timeout: float | None = None, gpus: int | None = None,
-              regrade: bool = False, progress: bool = True, per_gpu: int = 2, require_gpu: bool = False,
-              shard: tuple[int, int] | None = None) -> list[dict]:
+def run_batch(
+    exercise: str,
+    root,
+    out,
+    *,
+    jobs: int = 0,
+    backend: str = "auto",
+    thresholds=None,
+    timeout: float | None = None,
+    compile_timeout: float | None = None,
+    gpus: int | None = None,
+    regrade: bool = False,
+    progress: bool = True,
+    per_gpu: int = 2,
+    require_gpu: bool = False,
+    shard: tuple[int, int] | None = None,
+) -> list[dict]:
     """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it).
     require_gpu: only timed GPU verdicts (CannotGrade on a machine without a GPU).
     shard=(I, N): only share I of N (grader.merge), the JSON records the roster for `merge`."""
@@ -193,16 +278,20 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
 
     ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
     from .contract import HOST
+
     require_gpu = require_gpu and exercise not in HOST  # host-code exercises are timed on the CPU anyway
     if require_gpu and backend == "cpu":
         raise CannotGrade("--require-gpu asks for timed GPU verdicts, but --backend cpu was given")
     backend = binding.resolve_backend(backend)
     if require_gpu and backend != "cuda":
-        raise CannotGrade("--require-gpu: this machine has no GPU torch can use, and CPU-backend verdicts "
-                          "(access counts, no timing) are not accepted; grade on a GPU machine")
+        raise CannotGrade(
+            "--require-gpu: this machine has no GPU torch can use, and CPU-backend verdicts "
+            "(access counts, no timing) are not accepted; grade on a GPU machine"
+        )
     calibrated = ""
     if backend == "cuda" and ex.threshold is not None:  # once, before the parallel phase (grader.calibration)
         from . import calibration
+
         ex, calibrated = calibration.resolve(ex, thresholds)
     root, out = Path(root), Path(out)
     if not root.is_dir():
@@ -216,6 +305,7 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     roster = [s.student_id for s in subs]
     if shard:
         from . import merge
+
         subs = merge.select(subs, *shard)
     old = {} if regrade else load_gradebook(out)
     ident = f"{exercise}|{backend}|{ex.threshold}|{version}|{timeout}|{compile_timeout}"
@@ -229,9 +319,14 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
             rows[sub.student_id] = prev | {"outcome": prev.get("outcome") or outcome(prev)}
         else:
             todo.append((sub, key))
-    meta = {"exercise": exercise, "backend": backend, "threshold": ex.threshold, "calibration": calibrated,
-            "grader_version": version,
-            "dir": str(root)}
+    meta = {
+        "exercise": exercise,
+        "backend": backend,
+        "threshold": ex.threshold,
+        "calibration": calibrated,
+        "grader_version": version,
+        "dir": str(root),
+    }
     if shard:
         meta |= merge.shard_meta(roster, *shard)
     lock = threading.Lock()
@@ -247,11 +342,19 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     def compile_one(item):
         sub, _ = item
         try:
-            if isinstance(sub.source, str) and sub.source.strip() and \
-                    not forbidden.scan(sub.source, timeout=compile_timeout):
+            if (
+                isinstance(sub.source, str)
+                and sub.source.strip()
+                and not forbidden.scan(sub.source, timeout=compile_timeout)
+            ):
                 # the file name phase 2 gives it (grade reads the file), so phase 2 finds this build or its error
-                toolchain.build(sub.source, backend=backend, exercise=exercise, timeout=compile_timeout,
-                                filename=kernel_filename(sub.path))
+                toolchain.build(
+                    sub.source,
+                    backend=backend,
+                    exercise=exercise,
+                    timeout=compile_timeout,
+                    filename=kernel_filename(sub.path),
+                )
         except GraderError:
             pass  # phase 2 grades it again and reports the error
         except Exception:  # noqa: BLE001 — never stop the batch
@@ -268,6 +371,7 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
     n_gpus = 1
     if backend == "cuda":
         import torch
+
         n_gpus = max(1, min(gpus or torch.cuda.device_count(), torch.cuda.device_count()))
     per_gpu = max(1, per_gpu) if backend == "cuda" else 1
     workers = n_gpus * per_gpu if backend == "cuda" else jobs
@@ -291,16 +395,24 @@ def run_batch(exercise: str, root, out, *, jobs: int = 0, backend: str = "auto",
                 src = sub.source
                 if sub.path:  # the file itself: its name in diagnostics; a notebook's SOURCE is never a path
                     src = sub.path
-                r = grade.grade(exercise, src, backend=backend, thresholds_file=thresholds, timeout=timeout,
-                                compile_timeout=compile_timeout, gpu=gpu if n_gpus > 1 else None,
-                                gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
-                                lock_wait=lock_wait)
+                r = grade.grade(
+                    exercise,
+                    src,
+                    backend=backend,
+                    thresholds_file=thresholds,
+                    timeout=timeout,
+                    compile_timeout=compile_timeout,
+                    gpu=gpu if n_gpus > 1 else None,
+                    gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
+                    lock_wait=lock_wait,
+                )
                 row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
         except GraderError as e:
             row = _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")
         except Exception as e:  # noqa: BLE001 — one broken submission never stops the batch
-            row = _row(sub, exercise, backend, key, version,
-                       message=f"could not grade: internal error {type(e).__name__}: {e}")
+            row = _row(
+                sub, exercise, backend, key, version, message=f"could not grade: internal error {type(e).__name__}: {e}"
+            )
         finally:
             if gpu is not None:
                 with gpu_lock:
@@ -328,35 +440,50 @@ def main(args) -> int:
     shard = None
     if getattr(args, "shard", None):
         from . import merge
+
         shard = merge.parse(args.shard)
     gradebook = args.out
     if fmt == "gradescope":  # --out names results.json; the gradebook goes beside it
         if Path(args.out).suffix.lower() != ".json":
             raise CannotGrade(f"--format gradescope: --out names Gradescope's results.json, not {args.out}")
         gradebook = str(Path(args.out).with_name(Path(args.out).stem + "-gradebook.csv"))
-    rows = run_batch(args.exercise, args.dir, gradebook, jobs=args.jobs, backend=args.backend,
-                     thresholds=args.thresholds, timeout=getattr(args, "timeout", None),
-                     compile_timeout=getattr(args, "compile_timeout", None), gpus=getattr(args, "gpus", None),
-                     regrade=getattr(args, "regrade", False), progress=not getattr(args, "quiet", False),
-                     per_gpu=getattr(args, "per_gpu", 2), require_gpu=getattr(args, "require_gpu", False),
-                     shard=shard)
+    rows = run_batch(
+        args.exercise,
+        args.dir,
+        gradebook,
+        jobs=args.jobs,
+        backend=args.backend,
+        thresholds=args.thresholds,
+        timeout=getattr(args, "timeout", None),
+        compile_timeout=getattr(args, "compile_timeout", None),
+        gpus=getattr(args, "gpus", None),
+        regrade=getattr(args, "regrade", False),
+        progress=not getattr(args, "quiet", False),
+        per_gpu=getattr(args, "per_gpu", 2),
+        require_gpu=getattr(args, "require_gpu", False),
+        shard=shard,
+    )
     if fmt == "gradescope":
         from . import lms
+
         meta = json.loads(Path(gradebook).with_suffix(".json").read_text())
         lms.write_gradescope(args.out, rows, meta, time.perf_counter() - t0)
     n = len(rows)
     passed = sum(1 for r in rows if str(r["passed"]) in ("True", "true", "1"))
     failed_infra = sum(1 for r in rows if str(r["message"]).startswith("could not grade"))
-    print(f"{args.exercise}: {n} submissions, {passed} passed, {n - passed - failed_infra} failed"
-          + (f", {failed_infra} could not be graded" if failed_infra else "")
-          + f"; gradebook {gradebook} (+ {Path(gradebook).with_suffix('.json').name}) "
-          + (f"; Gradescope results {args.out} " if fmt == "gradescope" else "")
-          + f"in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"{args.exercise}: {n} submissions, {passed} passed, {n - passed - failed_infra} failed"
+        + (f", {failed_infra} could not be graded" if failed_infra else "")
+        + f"; gradebook {gradebook} (+ {Path(gradebook).with_suffix('.json').name}) "
+        + (f"; Gradescope results {args.out} " if fmt == "gradescope" else "")
+        + f"in {time.perf_counter() - t0:.1f} s"
+    )
     if rows:
         counts = Counter(r["outcome"] for r in rows)
         print("outcomes: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     if getattr(args, "plot", None) and rows:
         from . import plots
+
         plots.class_results(rows, args.exercise).savefig(args.plot, dpi=90)
         print(f"chart: {args.plot}")
     return 1 if failed_infra else 0

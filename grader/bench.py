@@ -15,6 +15,7 @@ zero-mean random inputs, and the result is compared against float64 (normwise re
 < 1e-4, no NaN); masks must match the kernel's own output bit for bit. Small odd shapes
 (1x1x1, 17x33x65, 127x253x61, 1000x1000x1000) are checked too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ BEST_GEMM_FILE = "05_warptile_pipelined.cu"
 # ---------------------------------------------------------------------------- helpers
 def _torch():
     import torch
+
     return torch
 
 
@@ -123,6 +125,7 @@ def _shape_str(s) -> str:
 
 def load_kernel(file: str, exercise: str, extra_flags=()):
     from . import binding
+
     return binding.load(KERNELS_DIR / file, exercise, backend="cuda", extra_flags=tuple(extra_flags))
 
 
@@ -130,6 +133,7 @@ def load_kernel(file: str, exercise: str, extra_flags=()):
 def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print, timing=None) -> list[dict]:
     torch = _torch()
     from .timing import time_gpu, tflops
+
     torch.backends.cuda.matmul.allow_tf32 = False
     mods = {name: load_kernel(file, ex, extra_flags) for name, file, ex in ladder}
     correct = {}
@@ -139,7 +143,7 @@ def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print, ti
         if not correct[name]:
             log(f"# {name}: WRONG at small shapes, errors {errs}")
     rows = []
-    for (m, n, k) in shapes:
+    for m, n, k in shapes:
         A, B = _gemm_inputs(m, n, k, seed)
         ref = A.double() @ B.double()
         outs, fns, errs = {}, {}, {}
@@ -149,7 +153,7 @@ def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print, ti
             mod.check_error(name, synchronize=True)
             errs[name] = rel_err(C, ref)
             outs[name] = C
-            fns[name] = (lambda mod=mod, C=C: mod.launch.gemm(A, B, C))
+            fns[name] = lambda mod=mod, C=C: mod.launch.gemm(A, B, C)
         Cb = torch.empty(m, n, device="cuda")
         fns["cublas"] = lambda: torch.matmul(A, B, out=Cb)
         errs["cublas"] = rel_err(torch.matmul(A, B), ref)
@@ -159,15 +163,22 @@ def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print, ti
         prev = None
         for name in ["cublas", *mods]:
             ms = t[name].median_ms
-            rows.append({
-                "kind": "gemm", "kernel": name,
-                "file": next((f for n_, f, _ in ladder if n_ == name), None),
-                "shape": _shape_str((m, n, k)), "ms": ms, "tflops": tflops(m, n, k, ms),
-                "pct_of_baseline": 100.0 * base / ms, "baseline": "cublas_fp32",
-                "speedup_prev": (prev / ms) if prev else None,
-                "rel_err": errs[name], "spread": t[name].spread,
-                "correct": _ok(errs[name]) and correct.get(name, True),
-            })
+            rows.append(
+                {
+                    "kind": "gemm",
+                    "kernel": name,
+                    "file": next((f for n_, f, _ in ladder if n_ == name), None),
+                    "shape": _shape_str((m, n, k)),
+                    "ms": ms,
+                    "tflops": tflops(m, n, k, ms),
+                    "pct_of_baseline": 100.0 * base / ms,
+                    "baseline": "cublas_fp32",
+                    "speedup_prev": (prev / ms) if prev else None,
+                    "rel_err": errs[name],
+                    "spread": t[name].spread,
+                    "correct": _ok(errs[name]) and correct.get(name, True),
+                }
+            )
             if name != "cublas":
                 prev = ms
         del outs
@@ -177,9 +188,12 @@ def bench_gemm(shapes, ladder=GEMM_LADDER, extra_flags=(), seed=1, log=print, ti
 def bench_relu(elems_m=8192, elems_n=8192, seed=3, timing=None) -> list[dict]:
     torch = _torch()
     from .timing import time_gpu
+
     mod = load_kernel(RELU_FILE, "relu_mask")
-    ok = all(check_relu(mod, m, n, seed + i) == 0.0 for i, (m, n) in
-             enumerate([(1, 1), (17, 33), (127, 253), (1000, 1000), (3, 4096)]))
+    ok = all(
+        check_relu(mod, m, n, seed + i) == 0.0
+        for i, (m, n) in enumerate([(1, 1), (17, 33), (127, 253), (1000, 1000), (3, 4096)])
+    )
     m, n = elems_m, elems_n
     ok = ok and check_relu(mod, m, n, seed) == 0.0
     g = torch.Generator(device="cuda").manual_seed(seed)
@@ -200,33 +214,52 @@ def bench_relu(elems_m=8192, elems_n=8192, seed=3, timing=None) -> list[dict]:
     Yt.copy_(torch.relu(X))  # the saved activation threshold_backward reads
     t = time_gpu(fns, max_seconds=8.0, **(timing or {}))
     e = m * n
-    bytes_ = {"ours_forward": 8.125 * e, "ours_backward": 8.125 * e, "ours_pair": 16.25 * e,
-              "torch_relu": 8 * e, "torch_threshold_backward": 12 * e, "torch_pair": 20 * e,
-              "device_copy": 8 * e}
+    bytes_ = {
+        "ours_forward": 8.125 * e,
+        "ours_backward": 8.125 * e,
+        "ours_pair": 16.25 * e,
+        "torch_relu": 8 * e,
+        "torch_threshold_backward": 12 * e,
+        "torch_pair": 20 * e,
+        "device_copy": 8 * e,
+    }
     copy_gbs = bytes_["device_copy"] / (t["device_copy"].median_ms * 1e-3) / 1e9
     rows = []
     for name in fns:
         ms = t[name].median_ms
         gbs = bytes_[name] / (ms * 1e-3) / 1e9
-        base = {"ours_forward": "torch_relu", "ours_backward": "torch_threshold_backward",
-                "ours_pair": "torch_pair"}.get(name)
-        rows.append({"kind": "relu", "kernel": name, "file": RELU_FILE if name.startswith("ours") else None,
-                     "shape": _shape_str((m, n)), "ms": ms, "gbs": gbs,
-                     "pct_of_copy_bw": 100.0 * gbs / copy_gbs,
-                     "speedup_vs_torch": (t[base].median_ms / ms) if base else None,
-                     "spread": t[name].spread, "correct": ok if name.startswith("ours") else True})
+        base = {
+            "ours_forward": "torch_relu",
+            "ours_backward": "torch_threshold_backward",
+            "ours_pair": "torch_pair",
+        }.get(name)
+        rows.append(
+            {
+                "kind": "relu",
+                "kernel": name,
+                "file": RELU_FILE if name.startswith("ours") else None,
+                "shape": _shape_str((m, n)),
+                "ms": ms,
+                "gbs": gbs,
+                "pct_of_copy_bw": 100.0 * gbs / copy_gbs,
+                "speedup_vs_torch": (t[base].median_ms / ms) if base else None,
+                "spread": t[name].spread,
+                "correct": ok if name.startswith("ours") else True,
+            }
+        )
     return rows
 
 
 def bench_fused(shapes, extra_flags=(), seed=5, timing=None) -> list[dict]:
     torch = _torch()
     from .timing import time_gpu, tflops
+
     fused = load_kernel(FUSED_FILE, "gemm_relu", extra_flags)
     plain = load_kernel(BEST_GEMM_FILE, "register_blocked", extra_flags)
     relu = load_kernel(RELU_FILE, "relu_mask")
     ok_small = all(_ok(check_gemm_relu(fused, *s, seed=seed + i)) for i, s in enumerate(CHECK_SHAPES))
     rows = []
-    for (m, n, k) in shapes:
+    for m, n, k in shapes:
         err = check_gemm_relu(fused, m, n, k, seed)
         A, B = _gemm_inputs(m, n, k, seed)
         bias = torch.randn(n, device="cuda")
@@ -240,23 +273,42 @@ def bench_fused(shapes, extra_flags=(), seed=5, timing=None) -> list[dict]:
         t = time_gpu(fns, max_seconds=8.0, **(timing or {}))
         for name in fns:
             ms = t[name].median_ms
-            rows.append({"kind": "fused", "kernel": name,
-                         "file": {"fused_gemm_relu": FUSED_FILE}.get(name),
-                         "shape": _shape_str((m, n, k)), "ms": ms, "tflops": tflops(m, n, k, ms),
-                         "ratio_to_gemm_only": ms / t["gemm_only"].median_ms,
-                         "spread": t[name].spread,
-                         "correct": (ok_small and _ok(err)) if name == "fused_gemm_relu" else True})
+            rows.append(
+                {
+                    "kind": "fused",
+                    "kernel": name,
+                    "file": {"fused_gemm_relu": FUSED_FILE}.get(name),
+                    "shape": _shape_str((m, n, k)),
+                    "ms": ms,
+                    "tflops": tflops(m, n, k, ms),
+                    "ratio_to_gemm_only": ms / t["gemm_only"].median_ms,
+                    "spread": t[name].spread,
+                    "correct": (ok_small and _ok(err)) if name == "fused_gemm_relu" else True,
+                }
+            )
     return rows
 
 
 # ---------------------------------------------------------------------------- output
 def gpu_info() -> dict:
     torch = _torch()
-    info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "date": datetime.date.today().isoformat()}
+    info = {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "date": datetime.date.today().isoformat(),
+    }
     try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
-                            "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+        q = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         info["nvidia_smi_clocks_sm_max_mem_power_temp"] = q
     except (OSError, subprocess.TimeoutExpired):
         pass
@@ -267,24 +319,32 @@ def format_table(rows: list[dict]) -> str:
     lines = []
     gemm = [r for r in rows if r["kind"] == "gemm"]
     if gemm:
-        lines.append(f"{'GEMM kernel':<20} {'shape':<16} {'ms':>9} {'TFLOP/s':>8} {'%cuBLAS':>8} {'x prev':>7} {'relerr':>8} ok")
+        lines.append(
+            f"{'GEMM kernel':<20} {'shape':<16} {'ms':>9} {'TFLOP/s':>8} {'%cuBLAS':>8} {'x prev':>7} {'relerr':>8} ok"
+        )
         for r in gemm:
             sp = f"{r['speedup_prev']:.2f}" if r["speedup_prev"] else "-"
-            lines.append(f"{r['kernel']:<20} {r['shape']:<16} {r['ms']:9.3f} {r['tflops']:8.2f} "
-                         f"{r['pct_of_baseline']:7.1f}% {sp:>7} {r['rel_err']:8.1e} {'yes' if r['correct'] else 'NO'}")
+            lines.append(
+                f"{r['kernel']:<20} {r['shape']:<16} {r['ms']:9.3f} {r['tflops']:8.2f} "
+                f"{r['pct_of_baseline']:7.1f}% {sp:>7} {r['rel_err']:8.1e} {'yes' if r['correct'] else 'NO'}"
+            )
     relu = [r for r in rows if r["kind"] == "relu"]
     if relu:
         lines.append(f"\n{'ReLU':<26} {'shape':<11} {'ms':>8} {'GB/s':>7} {'%copy':>6} {'x torch':>8} ok")
         for r in relu:
             sv = f"{r['speedup_vs_torch']:.3f}" if r["speedup_vs_torch"] else "-"
-            lines.append(f"{r['kernel']:<26} {r['shape']:<11} {r['ms']:8.4f} {r['gbs']:7.0f} "
-                         f"{r['pct_of_copy_bw']:5.1f}% {sv:>8} {'yes' if r['correct'] else 'NO'}")
+            lines.append(
+                f"{r['kernel']:<26} {r['shape']:<11} {r['ms']:8.4f} {r['gbs']:7.0f} "
+                f"{r['pct_of_copy_bw']:5.1f}% {sv:>8} {'yes' if r['correct'] else 'NO'}"
+            )
     fused = [r for r in rows if r["kind"] == "fused"]
     if fused:
         lines.append(f"\n{'fused':<18} {'shape':<16} {'ms':>8} {'TFLOP/s':>8} {'/gemm':>7} ok")
         for r in fused:
-            lines.append(f"{r['kernel']:<18} {r['shape']:<16} {r['ms']:8.3f} {r['tflops']:8.2f} "
-                         f"{r['ratio_to_gemm_only']:7.3f} {'yes' if r['correct'] else 'NO'}")
+            lines.append(
+                f"{r['kernel']:<18} {r['shape']:<16} {r['ms']:8.3f} {r['tflops']:8.2f} "
+                f"{r['ratio_to_gemm_only']:7.3f} {'yes' if r['correct'] else 'NO'}"
+            )
     return "\n".join(lines)
 
 
@@ -295,13 +355,19 @@ def markdown(info: dict, rows: list[dict]) -> str:
     names = list(dict.fromkeys(r["kernel"] for r in gemm))
     at = {(r["kernel"], r["shape"]): r for r in gemm}
     big = max(shapes, key=lambda s: int(s.split("x")[0]) if len(set(s.split("x"))) == 1 else 0)
-    out = [f"{info.get('gpu')}, torch {info.get('torch')}, CUDA {info.get('cuda')}, {info.get('date')}; "
-           f"nvidia-smi at the end (SM clock, max, memory clock, power, temperature): "
-           f"{info.get('nvidia_smi_clocks_sm_max_mem_power_temp', '?')}."
-           + (f" L2 flush: {info['timing']['flush']}, extra warm-up {info['timing']['warmup_ms']:g} ms."
-              if info.get("timing") else ""), "",
-           "| kernel | " + " | ".join(f"{s} TFLOP/s" for s in shapes) + f" | % cuBLAS ({big}) | x prev ({big}) |",
-           "|---|" + "---:|" * (len(shapes) + 2)]
+    out = [
+        f"{info.get('gpu')}, torch {info.get('torch')}, CUDA {info.get('cuda')}, {info.get('date')}; "
+        f"nvidia-smi at the end (SM clock, max, memory clock, power, temperature): "
+        f"{info.get('nvidia_smi_clocks_sm_max_mem_power_temp', '?')}."
+        + (
+            f" L2 flush: {info['timing']['flush']}, extra warm-up {info['timing']['warmup_ms']:g} ms."
+            if info.get("timing")
+            else ""
+        ),
+        "",
+        "| kernel | " + " | ".join(f"{s} TFLOP/s" for s in shapes) + f" | % cuBLAS ({big}) | x prev ({big}) |",
+        "|---|" + "---:|" * (len(shapes) + 2),
+    ]
     for k in names:
         cells = [f"{at[k, s]['tflops']:.2f}" if (k, s) in at else "" for s in shapes]
         r = at.get((k, big), {})
@@ -309,17 +375,33 @@ def markdown(info: dict, rows: list[dict]) -> str:
         out.append(f"| {k} | " + " | ".join(cells) + f" | {r.get('pct_of_baseline', 0):.1f} | {prev} |")
     relu = [r for r in rows if r["kind"] == "relu"]
     if relu:
-        out += ["", f"ReLU, {relu[0]['shape']} floats:", "",
-                "| kernel | ms | GB/s | % of copy | x PyTorch |", "|---|---:|---:|---:|---:|"]
-        out += [f"| {r['kernel']} | {r['ms']:.4f} | {r['gbs']:.0f} | {r['pct_of_copy_bw']:.1f} | "
-                f"{r['speedup_vs_torch']:.3f} |" if r.get("speedup_vs_torch") else
-                f"| {r['kernel']} | {r['ms']:.4f} | {r['gbs']:.0f} | {r['pct_of_copy_bw']:.1f} | |" for r in relu]
+        out += [
+            "",
+            f"ReLU, {relu[0]['shape']} floats:",
+            "",
+            "| kernel | ms | GB/s | % of copy | x PyTorch |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        out += [
+            f"| {r['kernel']} | {r['ms']:.4f} | {r['gbs']:.0f} | {r['pct_of_copy_bw']:.1f} | "
+            f"{r['speedup_vs_torch']:.3f} |"
+            if r.get("speedup_vs_torch")
+            else f"| {r['kernel']} | {r['ms']:.4f} | {r['gbs']:.0f} | {r['pct_of_copy_bw']:.1f} | |"
+            for r in relu
+        ]
     fused = [r for r in rows if r["kind"] == "fused"]
     if fused:
-        out += ["", "Fused epilogue (the GEMM alone is 05; GEMM then ReLU is 05 + 06's forward):", "",
-                "| kernel | shape | ms | TFLOP/s | / GEMM alone |", "|---|---|---:|---:|---:|"]
-        out += [f"| {r['kernel']} | {r['shape']} | {r['ms']:.3f} | {r['tflops']:.2f} | {r['ratio_to_gemm_only']:.3f} |"
-                for r in fused]
+        out += [
+            "",
+            "Fused epilogue (the GEMM alone is 05; GEMM then ReLU is 05 + 06's forward):",
+            "",
+            "| kernel | shape | ms | TFLOP/s | / GEMM alone |",
+            "|---|---|---:|---:|---:|",
+        ]
+        out += [
+            f"| {r['kernel']} | {r['shape']} | {r['ms']:.3f} | {r['tflops']:.2f} | {r['ratio_to_gemm_only']:.3f} |"
+            for r in fused
+        ]
     return "\n".join(out)
 
 
@@ -343,22 +425,46 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m grader bench", description=__doc__.split("\n")[0])
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     p.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048, 4096], help="square GEMM sizes")
-    p.add_argument("--shapes", type=_parse_shape, nargs="*", default=[(2000, 3000, 1500)],
-                   help="extra MxNxK GEMM shapes (non-square, not tile multiples)")
+    p.add_argument(
+        "--shapes",
+        type=_parse_shape,
+        nargs="*",
+        default=[(2000, 3000, 1500)],
+        help="extra MxNxK GEMM shapes (non-square, not tile multiples)",
+    )
     p.add_argument("--relu-shape", type=int, nargs=2, default=[8192, 8192], metavar=("M", "N"))
-    p.add_argument("--fused-size", type=int, default=4096,
-                   help="fused GEMM shapes: SIZE^3 and SIZE x SIZE x 512 (a short K, where the epilogue weighs more)")
+    p.add_argument(
+        "--fused-size",
+        type=int,
+        default=4096,
+        help="fused GEMM shapes: SIZE^3 and SIZE x SIZE x 512 (a short K, where the epilogue weighs more)",
+    )
     p.add_argument("--only", nargs="*", choices=["gemm", "relu", "fused"], default=["gemm", "relu", "fused"])
-    p.add_argument("--flush", choices=["write", "read"], default="write",
-                   help="how the L2 is evicted before each timed call (grader.timing.flush_l2)")
-    p.add_argument("--warmup-ms", type=float, default=0.0,
-                   help="keep warming up this long before timing (lets an idle GPU raise its clocks)")
+    p.add_argument(
+        "--flush",
+        choices=["write", "read"],
+        default="write",
+        help="how the L2 is evicted before each timed call (grader.timing.flush_l2)",
+    )
+    p.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=0.0,
+        help="keep warming up this long before timing (lets an idle GPU raise its clocks)",
+    )
     p.add_argument("--plot", metavar="FILE.png")
     p.add_argument("--save", metavar="FILE.json", help="also write {info, rows} to this file")
-    p.add_argument("--from", dest="from_json", metavar="FILE.json",
-                   help="no GPU work: read rows saved with --save (to print, plot or --readme them)")
-    p.add_argument("--readme", metavar="README.md",
-                   help="rewrite the results tables between <!-- results:begin/end --> in this file")
+    p.add_argument(
+        "--from",
+        dest="from_json",
+        metavar="FILE.json",
+        help="no GPU work: read rows saved with --save (to print, plot or --readme them)",
+    )
+    p.add_argument(
+        "--readme",
+        metavar="README.md",
+        help="rewrite the results tables between <!-- results:begin/end --> in this file",
+    )
     args = p.parse_args(argv)
     if args.from_json:
         saved = json.loads(Path(args.from_json).read_text())
@@ -374,6 +480,7 @@ def main(argv: list[str]) -> int:
         print("bench needs a CUDA GPU (torch sees none).", file=sys.stderr)
         return 2
     from .errors import CannotGrade
+
     opts = {"flush": args.flush, "warmup_ms": args.warmup_ms}
     try:
         shapes = [(s, s, s) for s in args.sizes] + list(args.shapes)

@@ -8,6 +8,7 @@ The same code serves both backends: on `cuda` the tensors live on the GPU and th
 launcher gets torch's current stream; on `cpu` they are CPU tensors and the CPU
 backend's emulated launcher runs the kernel on the host.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,9 +34,11 @@ def resolve_backend(backend: str = "auto") -> str:
     if backend not in ("cuda", "cpu"):
         raise CannotGrade(f"unknown backend {backend!r}: choose auto, cuda or cpu")
     if backend == "cuda" and not torch.cuda.is_available():
-        raise CannotGrade("--backend cuda needs a GPU, and torch sees none "
-                          f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}). "
-                          "Use --backend cpu to grade correctness without a GPU.")
+        raise CannotGrade(
+            "--backend cuda needs a GPU, and torch sees none "
+            f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}). "
+            "Use --backend cpu to grade correctness without a GPU."
+        )
     return backend
 
 
@@ -53,16 +56,25 @@ def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise SubmissionError(f"{path.name}: not a UTF-8 text file (byte 0x{data[e.start]:02x} on line {line}): save "
-                              "it as UTF-8, or if it is a compiled binary, submit the .cu source instead.") from None
+        line = data[: e.start].count(b"\n") + 1
+        raise SubmissionError(
+            f"{path.name}: not a UTF-8 text file (byte 0x{data[e.start]:02x} on line {line}): save "
+            "it as UTF-8, or if it is a compiled binary, submit the .cu source instead."
+        ) from None
     if "\0" in text:
         raise SubmissionError(f"{path.name}: contains NUL bytes; submit the .cu source, not a binary.")
     return text.lstrip("\ufeff"), path.name
 
 
-def load(source_or_path, exercise: str, *, backend: str = "auto", sanitize: bool = False,
-         extra_flags: tuple[str, ...] = (), filename: str | None = None) -> "KernelModule":
+def load(
+    source_or_path,
+    exercise: str,
+    *,
+    backend: str = "auto",
+    sanitize: bool = False,
+    extra_flags: tuple[str, ...] = (),
+    filename: str | None = None,
+) -> "KernelModule":
     """Compile (cached) and load a kernel file for `exercise`; see the module docstring.
     filename: the name diagnostics give source text (default cell.cu)."""
     if exercise not in contract.LAUNCHERS and exercise not in contract.BASELINE_LAUNCHERS:
@@ -70,11 +82,12 @@ def load(source_or_path, exercise: str, *, backend: str = "auto", sanitize: bool
     source, name = read_source(source_or_path)
     filename = filename or name
     if not source.strip():
-        raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
+        raise SubmissionError(f'{filename} is empty: write the kernel and its extern "C" launcher(s).')
     # host code (cpu_blocked) dereferences its pointers on the CPU: never hand it GPU memory
     backend = "cpu" if exercise in contract.HOST else resolve_backend(backend)
-    build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename,
-                            sanitize=sanitize, extra_flags=extra_flags)
+    build = toolchain.build(
+        source, backend=backend, exercise=exercise, filename=filename, sanitize=sanitize, extra_flags=extra_flags
+    )
     if build.key not in _MODULES:
         _MODULES[build.key] = KernelModule(build, uses_printf="printf" in source)
     return _MODULES[build.key]
@@ -130,7 +143,8 @@ class KernelModule:
             raise LauncherError(
                 f"launcher `{launcher.name}` not found. The {self.exercise!r} exercise needs\n"
                 f'    extern "C" {launcher.signature}\n'
-                "spelt exactly so, with extern \"C\" (C++ would otherwise mangle the name).") from None
+                'spelt exactly so, with extern "C" (C++ would otherwise mangle the name).'
+            ) from None
         fn.argtypes, fn.restype = launcher.argtypes, None
         return fn
 
@@ -183,15 +197,16 @@ class KernelModule:
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"{launcher.name}: {name} must be a torch.Tensor, got {type(t).__name__}")
             if t.dtype != want or t.device.type != self.device.type or not t.is_contiguous():
-                raise TypeError(f"{launcher.name}: {name} must be a contiguous {want} tensor on "
-                                f"{self.device.type}; got {t.dtype} on {t.device}"
-                                + ("" if t.is_contiguous() else ", not contiguous"))
+                raise TypeError(
+                    f"{launcher.name}: {name} must be a contiguous {want} tensor on "
+                    f"{self.device.type}; got {t.dtype} on {t.device}"
+                    + ("" if t.is_contiguous() else ", not contiguous")
+                )
             if t.dim() != len(spec):
                 raise ValueError(f"{launcher.name}: {name} must have shape {'x'.join(spec)}, got {tuple(t.shape)}")
             for d, size in zip(spec, t.shape):
                 if dims.setdefault(d, size) != size:
-                    raise ValueError(f"{launcher.name}: {name} has {d}={size} but another argument "
-                                     f"says {d}={dims[d]}")
+                    raise ValueError(f"{launcher.name}: {name} has {d}={size} but another argument says {d}={dims[d]}")
         if "N" in dims and dims.setdefault("W", contract.mask_words(dims["N"])) != contract.mask_words(dims["N"]):
             raise ValueError(f"{launcher.name}: mask must have ceil(N/32) = {contract.mask_words(dims['N'])} columns")
         return dims
@@ -205,8 +220,10 @@ class KernelModule:
             bound = dict(zip(names, tensors))
             dims = self._dims(launcher, bound)
             stream = torch.cuda.current_stream().cuda_stream if self.backend == "cuda" else None
-            args = [bound[n].data_ptr() if n in bound else (stream if n == "stream" else dims[n])
-                    for _, n in launcher.params]
+            args = [
+                bound[n].data_ptr() if n in bound else (stream if n == "stream" else dims[n])
+                for _, n in launcher.params
+            ]
             if self.backend == "cpu":
                 self._set_buffers(bound, contract.outputs(launcher))
             fn(*args)
@@ -222,9 +239,14 @@ class KernelModule:
         def run(*args: torch.Tensor):
             dims = self._dims(launcher, dict(zip(ins, args)))
             dims.setdefault("W", contract.mask_words(dims["N"]))
-            results = [torch.empty([dims[d] for d in contract.SHAPES[n]],
-                                   dtype=torch.int32 if contract.is_mask(n) else torch.float32,
-                                   device=self.device) for n in outs]
+            results = [
+                torch.empty(
+                    [dims[d] for d in contract.SHAPES[n]],
+                    dtype=torch.int32 if contract.is_mask(n) else torch.float32,
+                    device=self.device,
+                )
+                for n in outs
+            ]
             with captured_c_stdout(self._uses_printf):
                 raw(*args, *results)
                 self.check_error(launcher.name, synchronize=self._uses_printf)

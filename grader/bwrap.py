@@ -21,6 +21,7 @@ another submission is on its file system.
 GRADER_SANDBOX (read by the grader, never seen by the worker): auto (default: bubblewrap when it
 works here), bwrap (required: grading stops with a clear message without it), none.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,11 +32,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent   # the course repository
-PACKAGE = Path(__file__).resolve().parent        # grader/: the only part of it the worker sees
+ROOT = Path(__file__).resolve().parent.parent  # the course repository
+PACKAGE = Path(__file__).resolve().parent  # grader/: the only part of it the worker sees
 HIDDEN = ("/tmp", "/var/tmp", "/run", "/root", "/home", "/mnt", "/media", "/srv")
-GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
-             "/dev/nvidia-caps")
+GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia-caps")
 INSTALL = "apt-get install bubblewrap"
 
 
@@ -74,6 +74,7 @@ def require() -> None:
     """GRADER_SANDBOX=bwrap and no working bwrap: stop (CannotGrade) rather than grade unsandboxed."""
     if mode() == "bwrap" and probe():
         from .errors import CannotGrade
+
         raise CannotGrade(f"GRADER_SANDBOX=bwrap, but {probe()}")
 
 
@@ -113,16 +114,30 @@ def hide_paths(extra: list[str] | tuple = ()) -> list[str]:
 
 def command(hide: list[str] | tuple = ()) -> list[str]:
     """bwrap's arguments up to and including '--' (the command to run follows)."""
-    args = [executable() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args = [
+        executable() or "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
     for node in sorted(set(glob.glob("/dev/nvidia[0-9]*")) | {n for n in GPU_NODES if os.path.exists(n)}):
         args += ["--dev-bind", node, node]
     keep = keep_paths()
     hidden = [h for h in hide_paths(hide) if h not in keep]
     # shallow first, so that a path kept inside a hidden folder is bound on top of the tmpfs (and
     # a folder hidden inside a kept one, e.g. a cache inside the virtualenv, on top of that bind)
-    mounts = sorted([(h, "hide") for h in hidden] + [(k, "keep") for k in keep],
-                    key=lambda m: (m[0].rstrip("/").count("/"), m[0]))
+    mounts = sorted(
+        [(h, "hide") for h in hidden] + [(k, "keep") for k in keep], key=lambda m: (m[0].rstrip("/").count("/"), m[0])
+    )
     for path, kind in mounts:
         args += ["--tmpfs", path] if kind == "hide" else ["--ro-bind", path, path]
     args += ["--tmpfs", "/dev/shm"]
@@ -136,4 +151,8 @@ def describe() -> str:
     if mode() == "none":
         return "off (GRADER_SANDBOX=none)"
     why = probe()
-    return f"not active: {why}" if why else "bubblewrap: no network, read-only file system, own PID namespace, GPU nodes only"
+    return (
+        f"not active: {why}"
+        if why
+        else "bubblewrap: no network, read-only file system, own PID namespace, GPU nodes only"
+    )

@@ -13,6 +13,7 @@ measured on an H200. On another GPU the ratios differ (a T4 has other bandwidth 
 $GRADER_CALIBRATION=measure forces 4 (also on an H200: compare with the committed one);
 =committed forces the H200 numbers anywhere. The verdict names the calibration it used.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,6 +32,7 @@ COMMITTED = "H200 (committed)"
 
 def gpu_name() -> str:
     import torch
+
     return torch.cuda.get_device_name()
 
 
@@ -87,8 +89,13 @@ def measure(ex: exercises.Exercise, repeat: int | None = None) -> dict:
                 speedups[label] = sorted(runs)[len(runs) // 2]
     if not speedups:
         raise RuntimeError(f"no shipped solution of {ex.name} could be timed on this GPU")
-    return {"threshold": round(exercises.CALIBRATION * min(speedups.values()), 2), "speedups": speedups,
-            "measured": time.strftime("%Y-%m-%d %H:%M"), "gpu": gpu_name(), "nvcc": toolchain.nvcc_version()}
+    return {
+        "threshold": round(exercises.CALIBRATION * min(speedups.values()), 2),
+        "speedups": speedups,
+        "measured": time.strftime("%Y-%m-%d %H:%M"),
+        "gpu": gpu_name(),
+        "nvcc": toolchain.nvcc_version(),
+    }
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ Any float32 accumulation order passes (its error grows like eps * K at worst
 for these inputs, far below the bound for K >= 1), while bfloat16 or TF32
 operands fail (their rounding alone is 2^-9 or 2^-12 of each product).
 """
+
 from __future__ import annotations
 
 import re
@@ -34,19 +35,22 @@ def poison_float32(shape, device="cpu") -> torch.Tensor:
 @dataclass
 class Case:
     """One call of the kernel: its inputs, and what the outputs must be."""
+
     shape: tuple[int, ...]
-    inputs: dict[str, torch.Tensor]          # float32 / int32 CPU tensors handed to the kernel
-    expected: dict[str, torch.Tensor]        # float64 (values) or int32 (masks)
+    inputs: dict[str, torch.Tensor]  # float32 / int32 CPU tensors handed to the kernel
+    expected: dict[str, torch.Tensor]  # float64 (values) or int32 (masks)
     tolerance: dict[str, torch.Tensor] = field(default_factory=dict)  # per-element bound
-    either: dict[str, torch.Tensor] = field(default_factory=dict)     # ambiguous ReLU elements
+    either: dict[str, torch.Tensor] = field(default_factory=dict)  # ambiguous ReLU elements
 
     @property
     def digests(self) -> dict[str, str]:
         """sha256 of each input's bytes as the parent holds them (the worker sends its own after the call)."""
         if "_digests" not in self.__dict__:
             import hashlib
-            self.__dict__["_digests"] = {k: hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()
-                                         for k, v in self.inputs.items()}
+
+            self.__dict__["_digests"] = {
+                k: hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest() for k, v in self.inputs.items()
+            }
         return self.__dict__["_digests"]
 
 
@@ -60,15 +64,20 @@ class Mismatch:
     rows_wrong: list[int]
     cols_wrong: list[int]
     n_oob_read: int = 0  # elements computed from a value read outside the inputs (CPU backend)
-    note: str = ""       # a mask-specific diagnosis, used as the hint
+    note: str = ""  # a mask-specific diagnosis, used as the hint
 
     def describe(self, shape) -> str:
         dims = "x".join(map(str, shape))
-        what, poison = ("words", f"the poison 0x{POISON_MASK & 0xFFFFFFFF:08X}, not NaN: a mask holds integers") \
-            if contract.is_mask(self.output) else ("elements", "the NaN poison")
-        lines = [f"{self.output}: {self.n_wrong} of {self.n_total} {what} wrong at shape {dims}"
-                 + (f" ({self.n_unwritten} never written: still {poison})" if self.n_unwritten else "")
-                 + (f" ({self.n_oob_read} computed from values read outside the inputs)" if self.n_oob_read else "")]
+        what, poison = (
+            ("words", f"the poison 0x{POISON_MASK & 0xFFFFFFFF:08X}, not NaN: a mask holds integers")
+            if contract.is_mask(self.output)
+            else ("elements", "the NaN poison")
+        )
+        lines = [
+            f"{self.output}: {self.n_wrong} of {self.n_total} {what} wrong at shape {dims}"
+            + (f" ({self.n_unwritten} never written: still {poison})" if self.n_unwritten else "")
+            + (f" ({self.n_oob_read} computed from values read outside the inputs)" if self.n_oob_read else "")
+        ]
         for idx, got, exp in self.examples:
             lines.append(f"  {self.output}{list(idx)}: got {_fmt(got)}, expected {_fmt(exp)}")
         return "\n".join(lines)
@@ -81,6 +90,7 @@ def _fmt(x: float) -> str:
 # ---------------------------------------------------------------------------- inputs
 def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> dict[str, torch.Tensor]:
     """Fresh zero-mean float32 inputs, on the generator's device; A and B differ, so nothing is symmetric."""
+
     def randn(*s):
         return torch.randn(*s, generator=gen, dtype=torch.float64, device=gen.device).float()
 
@@ -125,25 +135,33 @@ def random_mask(shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:
     return pack_mask(torch.rand(m, n, generator=gen, device=gen.device) < 0.5)
 
 
-def make_case_from(exercise: str, shape: tuple[int, ...], inputs: dict[str, torch.Tensor],
-                   rows: list[int] | None = None) -> Case:
+def make_case_from(
+    exercise: str, shape: tuple[int, ...], inputs: dict[str, torch.Tensor], rows: list[int] | None = None
+) -> Case:
     """The float64 reference for `inputs` (only `rows` of the outputs, if given)."""
     sel = slice(None) if rows is None else rows
     if exercise == "relu_mask":
         x, dy = inputs["X"][sel].double(), inputs["dY"][sel].double()
         y = x.clamp_min(0)
         # backward's mask: the grader's own (make_case), else the one forward writes (timed rounds)
-        keep = unpack_mask(inputs["mask"][sel], shape[1])[:, :shape[1]] if "mask" in inputs else y > 0
-        return Case((x.shape[0], shape[1]), inputs,
-                    {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(keep, dy, 0.0)})
+        keep = unpack_mask(inputs["mask"][sel], shape[1])[:, : shape[1]] if "mask" in inputs else y > 0
+        return Case(
+            (x.shape[0], shape[1]), inputs, {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(keep, dy, 0.0)}
+        )
     if exercise == "mlp_step":  # each launcher's own reference: gemm_relu's, relu_mask's backward, a GEMM's
         fused = make_case_from("gemm_relu", shape, inputs, rows)
         plain = make_case_from("naive", shape, inputs, rows)
-        backward = make_case_from("relu_mask", shape[:2], {"X": inputs["dY"], "dY": inputs["dY"],
-                                                           "mask": inputs["mask"]}, rows)
+        backward = make_case_from(
+            "relu_mask", shape[:2], {"X": inputs["dY"], "dY": inputs["dY"], "mask": inputs["mask"]}, rows
+        )
         key = contract.result_keys(exercise)[-1][2]  # "gemm's C"
-        return Case(fused.shape, inputs, fused.expected | {"dX": backward.expected["dX"], key: plain.expected["C"]},
-                    fused.tolerance | {key: plain.tolerance["C"]}, fused.either)
+        return Case(
+            fused.shape,
+            inputs,
+            fused.expected | {"dX": backward.expected["dX"], key: plain.expected["C"]},
+            fused.tolerance | {key: plain.tolerance["C"]},
+            fused.either,
+        )
     m, n, k = shape
     a64, b64 = inputs["A"][sel].double(), inputs["B"].double()
     c = a64 @ b64
@@ -165,7 +183,7 @@ def pack_mask(bits: torch.Tensor) -> torch.Tensor:
     w = contract.mask_words(n)
     padded = torch.zeros(m, w * 32, dtype=torch.int64, device=bits.device)
     padded[:, :n] = bits.to(torch.int64)
-    weights = (1 << torch.arange(32, dtype=torch.int64, device=bits.device))
+    weights = 1 << torch.arange(32, dtype=torch.int64, device=bits.device)
     words = (padded.view(m, w, 32) * weights).sum(-1)
     return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)  # same bits, signed
 
@@ -241,7 +259,7 @@ def _pre_activation(case: Case, bias: str = "col") -> torch.Tensor | None:
     elif bias == "row":
         if pre.shape[0] > b.shape[0]:
             return None
-        pre = pre + b[:pre.shape[0], None]
+        pre = pre + b[: pre.shape[0], None]
     return pre
 
 
@@ -255,31 +273,42 @@ def _mask_note(case: Case, got: torch.Tensor, wrong: torch.Tensor, wrong_words: 
         return f"Bits past column N must be 0: the last word of each row covers columns up to {n - 1} only."
     got_bits = unpack_mask(got, n)[:, :n]
     if bool(got_bits.all()) and not bool(unpack_mask(exp, n)[:, :n].all()):
-        return (f"Every mask bit is set: either the words were never written (the mask's poison is {poison}, all "
-                "ones, not NaN: a mask holds integers), or the test is Y >= 0; the bit is Y > 0, and after the "
-                "ReLU every value is >= 0, so >= sets them all. (Notebook: the exercise's hint 2.)")
+        return (
+            f"Every mask bit is set: either the words were never written (the mask's poison is {poison}, all "
+            "ones, not NaN: a mask holds integers), or the test is Y >= 0; the bit is Y > 0, and after the "
+            "ReLU every value is >= 0, so >= sets them all. (Notebook: the exercise's hint 2.)"
+        )
     if bool(written.any()) and torch.equal(_bit_reversed(got)[written], exp[written]) and n > 1:
-        return ("The mask's bit order is reversed: column j is bit j % 32 of word j / 32, counted from the least "
-                "significant bit (bit 0 = the first column of the word = lane 0 of __ballot_sync), not bit 31 - j % 32. (Notebook: the exercise's hint 1.)")
+        return (
+            "The mask's bit order is reversed: column j is bit j % 32 of word j / 32, counted from the least "
+            "significant bit (bit 0 = the first column of the word = lane 0 of __ballot_sync), not bit 31 - j % 32. (Notebook: the exercise's hint 1.)"
+        )
     x = case.inputs.get("X")
     if x is not None and x.shape[0] == wrong.shape[0] and bool((x[wrong[:, :n]] == 0).all()):
-        return ("The mask is wrong only where X is 0.0 or -0.0: ReLU's mask bit is x > 0, "
-                "so 0 and -0 give 0 (not x >= 0, not the sign bit). (Notebook 06: the exercise's hint 2.)")
+        return (
+            "The mask is wrong only where X is 0.0 or -0.0: ReLU's mask bit is x > 0, "
+            "so 0 and -0 give 0 (not x >= 0, not the sign bit). (Notebook 06: the exercise's hint 2.)"
+        )
     no_bias = _pre_activation(case, bias="none")
     if no_bias is not None and bool(written.all()):
         if torch.equal(got, pack_mask(no_bias > 0)):
-            return ("The mask is that of A.B without the bias: the bit is (A.B + bias)[i][j] > 0, with bias[j] "
-                    "added before the test.")
+            return (
+                "The mask is that of A.B without the bias: the bit is (A.B + bias)[i][j] > 0, with bias[j] "
+                "added before the test."
+            )
     rows = wrong_words.any(dim=1).nonzero().flatten()
     if len(rows) and int(rows[0]) > 0 and bool((got[wrong_words] == 0).all()) and bool(written.all()):
-        return ("Whole mask words were overwritten with 0, never in the first row: a warp whose word index is W "
-                "or more (W = ceil(N / 32) words per row) stored into the next row's first words. Store only "
-                "when word < W. (Notebook: the exercise's hint 2, the edges.)")
+        return (
+            "Whole mask words were overwritten with 0, never in the first row: a warp whose word index is W "
+            "or more (W = ceil(N / 32) words per row) stored into the next row's first words. Store only "
+            "when word < W. (Notebook: the exercise's hint 2, the edges.)"
+        )
     return ""
 
 
 def _value_note(case: Case, name: str, got64: torch.Tensor, finite: torch.Tensor) -> str:
     """Why Y, dX or gemm_relu's C is wrong, when the pattern says so (else "")."""
+
     def close(ref: torch.Tensor) -> bool:
         tol = case.tolerance.get(name)
         return bool(finite.all()) and bool(((got64 - ref).abs() <= (tol * 2 if tol is not None else 0)).all())
@@ -299,8 +328,10 @@ def _value_note(case: Case, name: str, got64: torch.Tensor, finite: torch.Tensor
         dy, n = case.inputs["dY"].double(), case.shape[1]
         reversed_order = torch.where(unpack_mask(_bit_reversed(case.inputs["mask"]), n)[:, :n], dy, 0.0)
         if close(reversed_order) and not close(torch.zeros_like(dy)):  # not merely all zero
-            return ("relu_backward reads the mask's bits in reverse order: column j is bit j % 32 of word j / 32, "
-                    "counted from the least significant bit.")
+            return (
+                "relu_backward reads the mask's bits in reverse order: column j is bit j % 32 of word j / 32, "
+                "counted from the least significant bit."
+            )
     return ""
 
 
@@ -333,28 +364,39 @@ def separating_condition(failed: list[tuple[int, ...]], passed: list[tuple[int, 
 def error_hint(error: str, shape) -> str:
     """A hint for a launch that failed outright: a write outside an output, a misaligned vector access."""
     where = shapes.alignment(shape)
-    at = f" At {'x'.join(map(str, shape))}, {where}: a path chosen for aligned sizes must check the others." \
-        if where else ""
+    at = (
+        f" At {'x'.join(map(str, shape))}, {where}: a path chosen for aligned sizes must check the others."
+        if where
+        else ""
+    )
     if m := re.search(r"wrote (?:past the end|before the start) of (\w+)", error):
         buf = m.group(1)
         if contract.is_mask(buf):
-            return ("A store outside the mask: each row has W = ceil(N / 32) words, so a warp whose word index is W "
-                    "or more (all its columns past N) must not store (word < W), nor any row >= M." + at)
+            return (
+                "A store outside the mask: each row has W = ceil(N / 32) words, so a warp whose word index is W "
+                "or more (all its columns past N) must not store (word < W), nor any row >= M." + at
+            )
         if buf in ("Y", "dX"):
-            return ("An out-of-bounds write: every store of Y and dX needs row < M and col < N (or, flattened, "
-                    "i < M * N), in every path, including one for aligned sizes whose last block runs past the end."
-                    + at)
-        return ("An out-of-bounds write: the bounds test must keep every thread whose row or column lies "
-                "outside the matrix from storing (row < M, col < N)." + at)
+            return (
+                "An out-of-bounds write: every store of Y and dX needs row < M and col < N (or, flattened, "
+                "i < M * N), in every path, including one for aligned sizes whose last block runs past the end." + at
+            )
+        return (
+            "An out-of-bounds write: the bounds test must keep every thread whose row or column lies "
+            "outside the matrix from storing (row < M, col < N)." + at
+        )
     if "misaligned address" in error:
-        return ("A vector access (float2/float4) needs an address aligned to its size: a row of a row-major "
-                "matrix starts 16-byte aligned only when its length is a multiple of 4 (rows of A: K % 4 == 0; "
-                "of B, C, X: N % 4 == 0). Test the dimension that sets the row length." + at)
+        return (
+            "A vector access (float2/float4) needs an address aligned to its size: a row of a row-major "
+            "matrix starts 16-byte aligned only when its length is a multiple of 4 (rows of A: K % 4 == 0; "
+            "of B, C, X: N % 4 == 0). Test the dimension that sets the row length." + at
+        )
     return ""
 
 
-def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]],
-         exercise: str = "") -> str:
+def hint(
+    mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]], exercise: str = ""
+) -> str:
     """One hint for a learner, from the pattern of what went wrong across shapes (every wrong
     output of every wrong input in `mismatches`), in the terms of the exercise."""
     if not mismatches:
@@ -362,70 +404,102 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     shape, mm = mismatches[0]
     outputs = {m.output for _, m in mismatches}
     forward = [m for _, m in mismatches if m.output in ("Y", "mask")]
-    if exercise == "relu_mask" and forward and all(m.n_unwritten == m.n_total for m in forward) \
-            and "dX" in outputs:
-        return ("relu_forward wrote nothing: its Y and mask are read as soon as it returns, before relu_backward "
-                "runs, so forward must launch its own kernel and write both.")
+    if exercise == "relu_mask" and forward and all(m.n_unwritten == m.n_total for m in forward) and "dX" in outputs:
+        return (
+            "relu_forward wrote nothing: its Y and mask are read as soon as it returns, before relu_backward "
+            "runs, so forward must launch its own kernel and write both."
+        )
     notes = [m.note for _, m in mismatches if m.note]
     if notes:  # the diagnosis most inputs agree on (one odd shape must not decide)
         return max(notes, key=notes.count)
     if exercise in ("relu_mask", "mlp_step") and outputs == {"dX"}:
         fwd, kept = ("relu_forward", "X and Y") if exercise == "relu_mask" else ("gemm_relu", "gemm_relu's C")
-        return (f"{fwd} is right, relu_backward is not: dX[i][j] = dY[i][j] where bit j % 32 of "
-                "mask[i][j / 32] is 1, else 0, from the mask it is given. The grader gives backward a mask of its "
-                f"own, with {kept} poisoned by then: a backward that recomputes the sign (of dY, or of a value "
-                "through a pointer kept since forward) fails.")
+        return (
+            f"{fwd} is right, relu_backward is not: dX[i][j] = dY[i][j] where bit j % 32 of "
+            "mask[i][j / 32] is 1, else 0, from the mask it is given. The grader gives backward a mask of its "
+            f"own, with {kept} poisoned by then: a backward that recomputes the sign (of dY, or of a value "
+            "through a pointer kept since forward) fails."
+        )
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
     square_ok = passed_shapes and all(len(set(s)) == 1 for s in passed_shapes)
     if len(shape) == 3 and square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
-        return ("Right on square shapes, wrong on non-square ones: an index uses the wrong "
-                "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]). (Notebook: the exercise's hint 1.)")
+        return (
+            "Right on square shapes, wrong on non-square ones: an index uses the wrong "
+            "dimension (M, N or K; e.g. A[row * K + k], B[k * N + col]). (Notebook: the exercise's hint 1.)"
+        )
     split = separating_condition([s for s, _ in mismatches], passed_shapes)
     if split:
-        return (f"Wrong exactly at the shapes where {split}, right at all the others: look at what your code "
-                "does differently there (a special path for aligned sizes, a fixed-size array, a loop bound).")
+        return (
+            f"Wrong exactly at the shapes where {split}, right at all the others: look at what your code "
+            "does differently there (a special path for aligned sizes, a fixed-size array, a loop bound)."
+        )
     if any(m.n_oob_read for _, m in mismatches):
-        named = {"relu_mask": "X or dY", "gemm_relu": "A, B or bias",
-                 "mlp_step": "A, B, bias or dY"}.get(exercise, "A or B")
-        return (f"Some results were computed from values read outside {named} (the grader surrounds each "
-                "input with marker values): a load reads past the matrix. Check the bounds test on every "
-                "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)")
+        named = {"relu_mask": "X or dY", "gemm_relu": "A, B or bias", "mlp_step": "A, B, bias or dY"}.get(
+            exercise, "A or B"
+        )
+        return (
+            f"Some results were computed from values read outside {named} (the grader surrounds each "
+            "input with marker values): a load reads past the matrix. Check the bounds test on every "
+            "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)"
+        )
     partial = next(((s, m) for s, m in mismatches if 0 < m.n_unwritten < m.n_total), None)
     if partial:
-        what = (f"mask words were never written (still 0x{POISON_MASK & 0xFFFFFFFF:08X}, the mask's poison; not "
-                "NaN)") if contract.is_mask(partial[1].output) else "elements were never written (still NaN)"
-        return (f"Some {what}: round the grid up (ceil-divide the sizes by the "
-                "block size) and check that the bounds test does not skip valid elements. (Notebook: the exercise's hint 2.)")
+        what = (
+            (f"mask words were never written (still 0x{POISON_MASK & 0xFFFFFFFF:08X}, the mask's poison; not NaN)")
+            if contract.is_mask(partial[1].output)
+            else "elements were never written (still NaN)"
+        )
+        return (
+            f"Some {what}: round the grid up (ceil-divide the sizes by the "
+            "block size) and check that the bounds test does not skip valid elements. (Notebook: the exercise's hint 2.)"
+        )
     if all(m.n_unwritten == m.n_total for _, m in mismatches):
-        return ("Nothing was written: does the launcher launch the kernel (on the given stream), "
-                "and does the grid cover the matrix?")
+        return (
+            "Nothing was written: does the launcher launch the kernel (on the given stream), "
+            "and does the grid cover the matrix?"
+        )
     if mm.n_unwritten == mm.n_total:
         shape, mm = next((s, m) for s, m in mismatches if m.n_unwritten < m.n_total)
         rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
     if len(shape) == 3 and shape[2] == 1 and all(g == 0 for _, g, _ in mm.examples):
-        return ("Wrong even with K = 1 (a single product), where the result is 0: does the loop over k "
-                "run over all K terms (for k = 0; k < K)?")
+        return (
+            "Wrong even with K = 1 (a single product), where the result is 0: does the loop over k "
+            "run over all K terms (for k = 0; k < K)?"
+        )
     rel = [abs(g - e) / max(abs(e), 1e-30) for _, g, e in mm.examples if isinstance(g, float)]
     if rel and max(rel) < 3e-2 and mm.n_unwritten == 0 and not contract.is_mask(mm.output):
-        return ("The results are close but not close enough for float32 (relative error about "
-                f"{max(rel):.0e}): is something rounded to half, bfloat16 or TF32, or accumulated in reduced "
-                "precision? Accumulate in float32.")
+        return (
+            "The results are close but not close enough for float32 (relative error about "
+            f"{max(rel):.0e}): is something rounded to half, bfloat16 or TF32, or accumulated in reduced "
+            "precision? Accumulate in float32."
+        )
     tail_rows = mm.rows_wrong and min(mm.rows_wrong) > 0 and max(mm.rows_wrong) == rows_total - 1
     tail_cols = mm.cols_wrong and min(mm.cols_wrong) > 0 and max(mm.cols_wrong) == cols_total - 1
     if (tail_rows and len(mm.rows_wrong) < rows_total) or (tail_cols and len(mm.cols_wrong) < cols_total):
-        return ("Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
-                "(load zeros for elements outside the matrix). (Notebook: the exercise's hint 2, the edges.)")
-    mask_rule = ("bit j % 32 of mask[i][j / 32] (counted from the least significant bit) is 1 exactly when {} > 0; "
-                 "W = ceil(N / 32) words per row; bits past column N are 0")
+        return (
+            "Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
+            "(load zeros for elements outside the matrix). (Notebook: the exercise's hint 2, the edges.)"
+        )
+    mask_rule = (
+        "bit j % 32 of mask[i][j / 32] (counted from the least significant bit) is 1 exactly when {} > 0; "
+        "W = ceil(N / 32) words per row; bits past column N are 0"
+    )
     if exercise == "relu_mask":
-        return ("Compare with the contract, all row-major: Y[i][j] = max(X[i][j], 0); " + mask_rule.format("Y[i][j]")
-                + "; relu_backward: dX[i][j] = that bit of the mask it is given ? dY[i][j] : 0.")
+        return (
+            "Compare with the contract, all row-major: Y[i][j] = max(X[i][j], 0); "
+            + mask_rule.format("Y[i][j]")
+            + "; relu_backward: dX[i][j] = that bit of the mask it is given ? dY[i][j] : 0."
+        )
     if exercise in ("gemm_relu", "mlp_step") and outputs == {"mask"}:
         return "C is right, the mask is not: " + mask_rule.format("C[i][j]") + "."
     if exercise == "gemm_relu":
-        return ("Compare with the spec: C[row][col] = max(sum_k A[row][k] * B[k][col] + bias[col], 0), row-major, "
-                "A is MxK, B is KxN, bias has N entries.")
-    return ("Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
-            "row-major, A is MxK and B is KxN. (Notebook: the exercise's hint 1.)")
+        return (
+            "Compare with the spec: C[row][col] = max(sum_k A[row][k] * B[k][col] + bias[col], 0), row-major, "
+            "A is MxK, B is KxN, bias has N entries."
+        )
+    return (
+        "Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
+        "row-major, A is MxK and B is KxN. (Notebook: the exercise's hint 1.)"
+    )

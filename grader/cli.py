@@ -4,6 +4,7 @@ Exit codes of `check`: 0 passed; 1 graded and failed (any defect of the
 submission, compile errors included); 2 could not grade (missing file, unknown
 exercise, bad flags, no GPU with --backend cuda).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,15 +27,23 @@ def _list(args) -> int:
 
 def _doctor(args) -> int:
     from . import doctor
+
     return doctor.main()
 
 
 def _check(args) -> int:
     from . import grade, report
 
-    result = grade.grade(args.exercise, args.file, backend=args.backend, thresholds_file=args.thresholds,
-                         timeout=args.timeout, seed=args.seed, compile_timeout=args.compile_timeout,
-                         require_gpu=args.require_gpu)
+    result = grade.grade(
+        args.exercise,
+        args.file,
+        backend=args.backend,
+        thresholds_file=args.thresholds,
+        timeout=args.timeout,
+        seed=args.seed,
+        compile_timeout=args.compile_timeout,
+        require_gpu=args.require_gpu,
+    )
     if args.json:
         print(json.dumps(result.as_dict()))
     else:
@@ -48,8 +57,9 @@ def _profile(args) -> int:
 
     blocks = "all" if args.all_blocks else "sample"
     try:
-        prof = profile.run(args.exercise, args.file, args.shape, blocks=blocks, seed=args.seed,
-                           resources=not args.no_resources)
+        prof = profile.run(
+            args.exercise, args.file, args.shape, blocks=blocks, seed=args.seed, resources=not args.no_resources
+        )
     except GraderError as e:  # it does not compile, crashes or is wrong: nothing worth counting
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -61,11 +71,13 @@ def _profile(args) -> int:
 
 def _merge(args) -> int:
     from . import merge
+
     return merge.main(args)
 
 
 def _batch(args) -> int:
     from . import batch
+
     return batch.main(args)
 
 
@@ -84,15 +96,23 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, help="seconds the kernel may run (default 60)")
     c.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
     c.add_argument("--seed", type=int, help="fix the input seed (default: secret and fresh)")
-    c.add_argument("--require-gpu", action="store_true",
-                   help="accept only a timed GPU verdict (exit 2 without a GPU): no pass on access counts")
+    c.add_argument(
+        "--require-gpu",
+        action="store_true",
+        help="accept only a timed GPU verdict (exit 2 without a GPU): no pass on access counts",
+    )
     c.set_defaults(fn=_check)
 
     pr = sub.add_parser("profile", help="count a kernel's memory accesses on the CPU backend, as Nsight Compute would")
     pr.add_argument("exercise")
     pr.add_argument("file", help="a .cu file, or a notebook whose `# kernel: EXERCISE` cell is profiled")
-    pr.add_argument("--shape", type=int, nargs="+", metavar="M N K",
-                    help="the problem size (default: the exercise's profile shape, 256^3 or 1024x1024)")
+    pr.add_argument(
+        "--shape",
+        type=int,
+        nargs="+",
+        metavar="M N K",
+        help="the problem size (default: the exercise's profile shape, 256^3 or 1024x1024)",
+    )
     pr.add_argument("--json", action="store_true", help="print one JSON object (grader.profile.Profile.as_dict)")
     pr.add_argument("--all-blocks", action="store_true", help="record every block instead of a sample")
     pr.add_argument("--seed", type=int, help="which blocks are sampled, and the inputs (default 0)")
@@ -110,17 +130,33 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--compile-timeout", type=float, help="seconds the compiler may run (default 120)")
     b.add_argument("--gpus", type=int, help="GPUs to use, one submission at a time each (default: all)")
     b.add_argument("--plot", metavar="FILE.png", help="also save a chart of the outcomes and speed-ups")
-    b.add_argument("--per-gpu", type=int, default=2, metavar="K",
-                   help="submissions started at once per GPU; they queue for the GPU itself, so starts "
-                        "and checks overlap while kernels and timings never share it (default 2)")
+    b.add_argument(
+        "--per-gpu",
+        type=int,
+        default=2,
+        metavar="K",
+        help="submissions started at once per GPU; they queue for the GPU itself, so starts "
+        "and checks overlap while kernels and timings never share it (default 2)",
+    )
     b.add_argument("--regrade", action="store_true", help="ignore the existing gradebook: grade everything")
-    b.add_argument("--require-gpu", action="store_true",
-                   help="accept only timed GPU verdicts (exit 2 without a GPU): no pass on access counts")
+    b.add_argument(
+        "--require-gpu",
+        action="store_true",
+        help="accept only timed GPU verdicts (exit 2 without a GPU): no pass on access counts",
+    )
     b.add_argument("--quiet", action="store_true", help="no progress bar")
-    b.add_argument("--shard", metavar="I/N", help="grade only share I of N (0-based; a Slurm array task: "
-                                                   "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); see merge")
-    b.add_argument("--format", choices=("csv", "gradescope"), default="csv",
-                   help="gradescope: --out is Gradescope's results.json (the gradebook is written beside it)")
+    b.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="grade only share I of N (0-based; a Slurm array task: "
+        "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); see merge",
+    )
+    b.add_argument(
+        "--format",
+        choices=("csv", "gradescope"),
+        default="csv",
+        help="gradescope: --out is Gradescope's results.json (the gradebook is written beside it)",
+    )
     b.set_defaults(fn=_batch)
 
     m = sub.add_parser("merge", help="combine the gradebooks of batch --shard runs into one")
@@ -136,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # bench parses its own options (--json, --sizes ...)
         from . import bench
+
         return bench.main(argv[1:])
     args = parser().parse_args(argv)
     try:

@@ -13,6 +13,7 @@ This module is the one place the signatures live: the toolchain prepends
 compile error at the learner's own line, and `grader.binding` builds its ctypes
 calls from `Launcher.params`.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -47,27 +48,54 @@ class Launcher:
 
 GEMM = Launcher(
     "gemm",
-    (("const float*", "A"), ("const float*", "B"), ("float*", "C"),
-     ("int", "M"), ("int", "N"), ("int", "K"), ("cudaStream_t", "stream")),
+    (
+        ("const float*", "A"),
+        ("const float*", "B"),
+        ("float*", "C"),
+        ("int", "M"),
+        ("int", "N"),
+        ("int", "K"),
+        ("cudaStream_t", "stream"),
+    ),
     "C[M x N] = A[M x K] . B[K x N]",
 )
 RELU_FORWARD = Launcher(
     "relu_forward",
-    (("const float*", "X"), ("float*", "Y"), ("uint32_t*", "mask"),
-     ("int", "M"), ("int", "N"), ("cudaStream_t", "stream")),
+    (
+        ("const float*", "X"),
+        ("float*", "Y"),
+        ("uint32_t*", "mask"),
+        ("int", "M"),
+        ("int", "N"),
+        ("cudaStream_t", "stream"),
+    ),
     "Y = max(X, 0); mask bit set where Y > 0",
 )
 RELU_BACKWARD = Launcher(
     "relu_backward",
-    (("const uint32_t*", "mask"), ("const float*", "dY"), ("float*", "dX"),
-     ("int", "M"), ("int", "N"), ("cudaStream_t", "stream")),
+    (
+        ("const uint32_t*", "mask"),
+        ("const float*", "dY"),
+        ("float*", "dX"),
+        ("int", "M"),
+        ("int", "N"),
+        ("cudaStream_t", "stream"),
+    ),
     "dX = mask bit ? dY : 0",
 )
 GEMM_RELU = Launcher(
     "gemm_relu",
-    (("const float*", "A"), ("const float*", "B"), ("const float*", "bias"),
-     ("float*", "C"), ("uint32_t*", "mask"),
-     ("int", "M"), ("int", "N"), ("int", "K"), ("cudaStream_t", "stream")),
+    (
+        ("const float*", "A"),
+        ("const float*", "B"),
+        ("const float*", "bias"),
+        ("float*", "C"),
+        ("uint32_t*", "mask"),
+        ("int", "M"),
+        ("int", "N"),
+        ("int", "K"),
+        ("cudaStream_t", "stream"),
+    ),
     "C = relu(A . B + bias), bias[N] added to every row; mask bit set where C > 0",
 )
 GEMM_CPU = Launcher(
@@ -78,8 +106,15 @@ GEMM_CPU = Launcher(
 
 BIAS_RELU_MASK = Launcher(
     "bias_relu_mask",
-    (("const float*", "C"), ("const float*", "bias"), ("float*", "Y"), ("uint32_t*", "mask"),
-     ("int", "M"), ("int", "N"), ("cudaStream_t", "stream")),
+    (
+        ("const float*", "C"),
+        ("const float*", "bias"),
+        ("float*", "Y"),
+        ("uint32_t*", "mask"),
+        ("int", "M"),
+        ("int", "N"),
+        ("cudaStream_t", "stream"),
+    ),
     "Y = relu(C + bias) and its mask: gemm_relu's epilogue as a separate pass over C",
 )
 
@@ -153,8 +188,14 @@ def declarations(exercise: str) -> str:
 # W = mask_words(N). The binding infers M, N, K from these and checks them; the
 # grader allocates outputs from them.
 SHAPES: dict[str, tuple[str, ...]] = {
-    "A": ("M", "K"), "B": ("K", "N"), "C": ("M", "N"), "bias": ("N",),
-    "X": ("M", "N"), "Y": ("M", "N"), "dY": ("M", "N"), "dX": ("M", "N"),
+    "A": ("M", "K"),
+    "B": ("K", "N"),
+    "C": ("M", "N"),
+    "bias": ("N",),
+    "X": ("M", "N"),
+    "Y": ("M", "N"),
+    "dY": ("M", "N"),
+    "dX": ("M", "N"),
     "mask": ("M", "W"),
 }
 

@@ -12,6 +12,7 @@ benchmarks/calibrate.py), so that both pass with margin. Other GPUs may need oth
 run benchmarks/calibrate.py there, or override them with a JSON file (`--thresholds FILE`,
 or $GRADER_THRESHOLDS) mapping exercise name to a number.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from . import contract
 from .errors import CannotGrade
+
 
 def _kernels_dir() -> Path:
     """kernels/ of the checkout this package lives in, else the copy a wheel carries (setup.py)."""
@@ -32,8 +34,7 @@ def _kernels_dir() -> Path:
 KERNELS_DIR = _kernels_dir()
 
 # (M, N, K). None of the odd ones is a multiple of any tile size; M != N != K.
-GEMM_SHAPES = ((1, 1, 1), (17, 33, 65), (127, 253, 61), (64, 64, 64), (131, 9, 97), (200, 129, 300),
-               (513, 257, 1000))
+GEMM_SHAPES = ((1, 1, 1), (17, 33, 65), (127, 253, 61), (64, 64, 64), (131, 9, 97), (200, 129, 300), (513, 257, 1000))
 # for the CPU backend, which runs kernels ~1000x slower: still M > 128 and K > 80 (131x9x97 is cheap)
 GEMM_SHAPES_SMALL = GEMM_SHAPES[:5]
 RELU_SHAPES = ((1, 1), (3, 31), (17, 33), (64, 96), (127, 1000), (1000, 1031))
@@ -79,6 +80,7 @@ class AccessBound:
     """An access property an exercise's lesson is about, checked on the CPU backend's profile
     (grader/profile.py): `figure` (a key of Profile.derived) must be <= most / >= least.
     `says` describes the counted figure ({value} is filled in); `fix` says what to change."""
+
     figure: str
     most: float | None = None
     least: float | None = None
@@ -90,17 +92,17 @@ class AccessBound:
 class Exercise:
     name: str
     summary: str
-    reference: str            # file in kernels/
-    baseline: str | None      # file in kernels/ to time against, or "cublas"
-    threshold: float | None   # speed-up over the baseline needed on a GPU (None: not timed)
+    reference: str  # file in kernels/
+    baseline: str | None  # file in kernels/ to time against, or "cublas"
+    threshold: float | None  # speed-up over the baseline needed on a GPU (None: not timed)
     shapes: tuple[tuple[int, ...], ...]
     cpu_shapes: tuple[tuple[int, ...], ...]
     bench_shape: tuple[int, ...]
     baseline_exercise: str | None = None  # whose launchers the baseline file defines (default: this one)
     baseline_epilogue: str | None = None  # "own_gemm_then_pass": the submission's `gemm`, then the baseline file
-    slow_hint: str = ""                    # what to look at when a correct kernel is too slow
+    slow_hint: str = ""  # what to look at when a correct kernel is too slow
     profile_shape: tuple[int, ...] = (256, 256, 256)  # the CPU backend's access profile runs here
-    access: tuple[AccessBound, ...] = ()   # checked on the CPU backend (no timing there)
+    access: tuple[AccessBound, ...] = ()  # checked on the CPU backend (no timing there)
 
     def __post_init__(self):
         if self.baseline_exercise is None:
@@ -123,105 +125,206 @@ class Exercise:
 # (grader/profile.py; figures of the shipped solutions at 256^3 / 1024^2 in the comments, measured
 # with `python -m grader profile`; kernels/README.md has the table and the check against ncu).
 _REUSE = AccessBound(
-    "bytes_per_flop", most=0.5,
+    "bytes_per_flop",
+    most=0.5,
     says="the kernel moves {value:.2f} bytes between global memory and the SMs per FLOP (every element of A and "
-         "B is read from global memory once per thread that uses it: 32 times per tile of 32)",
+    "B is read from global memory once per thread that uses it: 32 times per tile of 32)",
     fix="load a tile of A and of B into shared memory once per step of K (__syncthreads() after the loads and "
-        "after the use) and let every thread of the block read them from there")  # 02: 0.133, 01: 2.0
+    "after the use) and let every thread of the block read them from there",
+)  # 02: 0.133, 01: 2.0
 ACCESS_BOUNDS = {
-    "naive": (AccessBound(
-        "sectors_per_request_ld", most=4.0,
-        says="a warp's global loads touch {value:.1f} 32-byte sectors per request (32 lanes reading consecutive "
-             "floats touch 4; lanes walking down a column touch one sector each)",
-        fix="put the column of C on threadIdx.x (col = blockIdx.x * blockDim.x + threadIdx.x), so that the 32 "
-            "lanes of a warp read consecutive floats of B and write consecutive floats of C"),),  # 01: 2.0, 01a: 8.5
+    "naive": (
+        AccessBound(
+            "sectors_per_request_ld",
+            most=4.0,
+            says="a warp's global loads touch {value:.1f} 32-byte sectors per request (32 lanes reading consecutive "
+            "floats touch 4; lanes walking down a column touch one sector each)",
+            fix="put the column of C on threadIdx.x (col = blockIdx.x * blockDim.x + threadIdx.x), so that the 32 "
+            "lanes of a warp read consecutive floats of B and write consecutive floats of C",
+        ),
+    ),  # 01: 2.0, 01a: 8.5
     "tiled": (_REUSE,),
-    "conflict_free": (AccessBound(
-        "bank_conflicts_per_shared_request", most=0.25,
-        says="shared-memory accesses cost {value:.1f} extra wavefronts per request (bank conflicts: lanes of a warp "
-             "reading different words of the same bank are served one after another)",
-        fix="pad each row of the shared tile by one float (or swizzle the column) so that the 32 lanes of a warp "
-            "hit 32 different banks, in the loads and in the stores"), _REUSE),  # 03: 0 / 14.2
-    "register_blocked": (AccessBound(
-        "shared_loads_per_fma", most=0.5,
-        says="each multiply-add loads {value:.2f} floats from shared memory",
-        fix="keep a TM x TN tile of C in registers (e.g. 8 x 8): per step of k load TM floats of A and TN of B "
-            "into registers once and use each of them TN (TM) times in an outer product"),  # 04, 05: 0.25; 02: 2.0
-        AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix)),  # 04: 0.047, 05: 0.070
-    "relu_mask": (AccessBound(
-        "backward_bytes_read_per_element", most=6.0,
-        says="relu_backward moves {value:.2f} bytes from global memory per element (dY is 4; the mask 1 bit)",
-        fix="read dY coalesced (consecutive lanes, consecutive floats) and one 32-bit mask word per 32 "
-            "elements, not a value per element"),  # 06: 4.25, notebook: 5.0
+    "conflict_free": (
         AccessBound(
-        "forward_bytes_written_per_element", most=6.0,
-        says="relu_forward moves {value:.2f} bytes to global memory per element (Y is 4; the mask 1 bit)",
-        fix="write Y coalesced and one mask word per 32 elements (from __ballot_sync), by one lane")),  # 06: 4.1
-    "gemm_relu": (AccessBound(
-        "C_writes_per_element", most=1.25,
-        says="each element of C is written {value:.2f} times",
-        fix="apply bias, ReLU and the mask in the GEMM's epilogue, on the values in registers, and store C once"),
+            "bank_conflicts_per_shared_request",
+            most=0.25,
+            says="shared-memory accesses cost {value:.1f} extra wavefronts per request (bank conflicts: lanes of a warp "
+            "reading different words of the same bank are served one after another)",
+            fix="pad each row of the shared tile by one float (or swizzle the column) so that the 32 lanes of a warp "
+            "hit 32 different banks, in the loads and in the stores",
+        ),
+        _REUSE,
+    ),  # 03: 0 / 14.2
+    "register_blocked": (
         AccessBound(
-        "C_reads_per_element", most=0.25,
-        says="C is read back {value:.2f} times per element (a second pass over C)",
-        fix="do not read C after storing it: compute bias + ReLU and the mask bits before the one store")),  # 07: 1, 0
+            "shared_loads_per_fma",
+            most=0.5,
+            says="each multiply-add loads {value:.2f} floats from shared memory",
+            fix="keep a TM x TN tile of C in registers (e.g. 8 x 8): per step of k load TM floats of A and TN of B "
+            "into registers once and use each of them TN (TM) times in an outer product",
+        ),  # 04, 05: 0.25; 02: 2.0
+        AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix),
+    ),  # 04: 0.047, 05: 0.070
+    "relu_mask": (
+        AccessBound(
+            "backward_bytes_read_per_element",
+            most=6.0,
+            says="relu_backward moves {value:.2f} bytes from global memory per element (dY is 4; the mask 1 bit)",
+            fix="read dY coalesced (consecutive lanes, consecutive floats) and one 32-bit mask word per 32 "
+            "elements, not a value per element",
+        ),  # 06: 4.25, notebook: 5.0
+        AccessBound(
+            "forward_bytes_written_per_element",
+            most=6.0,
+            says="relu_forward moves {value:.2f} bytes to global memory per element (Y is 4; the mask 1 bit)",
+            fix="write Y coalesced and one mask word per 32 elements (from __ballot_sync), by one lane",
+        ),
+    ),  # 06: 4.1
+    "gemm_relu": (
+        AccessBound(
+            "C_writes_per_element",
+            most=1.25,
+            says="each element of C is written {value:.2f} times",
+            fix="apply bias, ReLU and the mask in the GEMM's epilogue, on the values in registers, and store C once",
+        ),
+        AccessBound(
+            "C_reads_per_element",
+            most=0.25,
+            says="C is read back {value:.2f} times per element (a second pass over C)",
+            fix="do not read C after storing it: compute bias + ReLU and the mask bits before the one store",
+        ),
+    ),  # 07: 1, 0
 }
 
-EXERCISES: dict[str, Exercise] = {e.name: e for e in (
-    Exercise("naive", "one thread per element of C; the seed's first CUDA kernel",
-             "01_naive.cu", "01a_naive_uncoalesced.cu", _threshold("naive"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (2048, 2048, 2048),
-             slow_hint="Take the column of C from threadIdx.x, so that the 32 lanes of a warp read consecutive "
-                       "floats of B and write consecutive floats of C (coalesced; notebook 02, hint 1)."),
-    Exercise("tiled", "shared-memory tiles: each element of A and B is read from DRAM once per tile",
-             "02_tiled.cu", "01_naive.cu", _threshold("tiled"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
-             slow_hint="Copy a T x T tile of A and of B into shared memory once per step of K (T = 32), then let"
-                       " every thread do T multiply-adds from shared memory (notebook 03, hints 1 and 3)."),
-    Exercise("conflict_free", "a shared-memory layout without bank conflicts (padding or swizzle)",
-             "03_conflict_free.cu", "03_bank_conflicts.cu", _threshold("conflict_free"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
-             slow_hint="Lanes that read different words of one shared-memory bank are served one after another: "
-                       "pad each row of the tile by one float or swizzle the column (notebook 04, "
-                       "conflict_degree; the hints of step 1)."),
-    Exercise("register_blocked", "each thread computes a TM x TN tile of C from registers, float4 loads",
-             "04_register_blocked.cu", "02_tiled.cu", _threshold("register_blocked"), GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 4096, 4096),
-             slow_hint="Give each thread an 8 x 8 tile of C in registers: per step of k, load TM values of A and"
-                       " TN of B into registers (float4, A stored transposed) and add their outer product "
-                       "(notebook 05, hints 1-3)."),
-    # plain C++ on the CPU (contract.HOST): correctness on the CPU backend, speed timed on the CPU
-    # (grader.host) against the naive triple loop, on any machine
-    Exercise("cpu_blocked", "a cache-blocked GEMM in plain C++ on the CPU, against the naive triple loop",
-             "00_cpu_blocked.cu", "00_cpu_naive.cu", _threshold("cpu_blocked"), GEMM_SHAPES[:6], GEMM_SHAPES[:6],
-             (384, 512, 640),
-             slow_hint="Make the innermost loop walk along a row of B and of C (loop order i-k-j), then cut C "
-                       "into blocks and K into slices so that a panel of B stays in the cache while a block "
-                       "of rows uses it (notebook 01, hints 1-3)."),
-    Exercise("register_1d", "each thread computes a column of TM outputs: one shared load reused TM times",
-             "04a_register_1d.cu", "02_tiled.cu", _threshold("register_1d"), GEMM_SHAPES, GEMM_SHAPES_SMALL,
-             (4096, 4096, 4096),
-             slow_hint="Keep TM = 8 running sums per thread in registers; per step of k, load Bs[k][threadCol] into "
-                       "a register once and use it for all TM multiply-adds (notebook 05, exercise 1, hints 1-3)."),
-    # baseline: torch's pair, relu(X) then threshold_backward(dY, Y, 0) (Y kept instead of a mask)
-    Exercise("relu_mask", "ReLU forward writes a 1-bit mask with __ballot_sync; backward reads the mask",
-             "06_relu_mask.cu", "torch", RELU_THRESHOLD, RELU_SHAPES, RELU_SHAPES_SMALL, (8192, 8192),
-             slow_hint="A memory-bound kernel needs bytes in flight and few instructions per byte: issue several "
-                       "independent float4 loads per thread before using any, build each mask word from 8 lanes' "
-                       "nibbles with 3 shuffles, and keep divisions out of the per-element path (notebook 06, hint 3).",
-             profile_shape=(1024, 1024)),
-    # baseline: the submission's own `gemm` (the same GEMM without the epilogue) followed by a separate
-    # bias + ReLU + mask pass (07a): a pass means the fusion won. At K = 256 the pass costs about a
-    # tenth of the GEMM (benchmarks/gpu_capstone.py), so there is something to win.
-    Exercise("gemm_relu", "GEMM with bias + ReLU + mask fused into its epilogue",
-             "07_gemm_relu.cu", "07a_bias_relu_pass.cu", FUSION_THRESHOLD, GEMM_SHAPES, GEMM_SHAPES_SMALL,
-             (4096, 4096, 256), baseline_exercise="bias_relu_pass", baseline_epilogue="own_gemm_then_pass",
-             slow_hint="The fused kernel must beat your own `gemm` followed by a separate pass over C: keep the "
-                       "epilogue in registers (bias loaded once per thread, the mask word built with shuffles or "
-                       "ballots, no second read of C) and the main loop exactly your gemm's (notebook 07, hints 1-3)."),
-    # correctness only (no threshold, no baseline): each launcher on its own, then one training step of a
-    # small MLP through grader/mlp.py's layers on the file's launchers, against float64 autograd.
-    # Notebook 08 measures the step's time against nn.Linear + nn.ReLU; nothing here times it.
-    Exercise("mlp_step", "a training step's launchers: gemm_relu forward, relu_backward on its mask, gemm for the "
-             "rest; one MLP step against float64 autograd (correctness only)",
-             "08_mlp_step.cu", None, None, GEMM_SHAPES, GEMM_SHAPES_SMALL, (4096, 2048, 2048)),
-)}
+EXERCISES: dict[str, Exercise] = {
+    e.name: e
+    for e in (
+        Exercise(
+            "naive",
+            "one thread per element of C; the seed's first CUDA kernel",
+            "01_naive.cu",
+            "01a_naive_uncoalesced.cu",
+            _threshold("naive"),
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (2048, 2048, 2048),
+            slow_hint="Take the column of C from threadIdx.x, so that the 32 lanes of a warp read consecutive "
+            "floats of B and write consecutive floats of C (coalesced; notebook 02, hint 1).",
+        ),
+        Exercise(
+            "tiled",
+            "shared-memory tiles: each element of A and B is read from DRAM once per tile",
+            "02_tiled.cu",
+            "01_naive.cu",
+            _threshold("tiled"),
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (4096, 4096, 4096),
+            slow_hint="Copy a T x T tile of A and of B into shared memory once per step of K (T = 32), then let"
+            " every thread do T multiply-adds from shared memory (notebook 03, hints 1 and 3).",
+        ),
+        Exercise(
+            "conflict_free",
+            "a shared-memory layout without bank conflicts (padding or swizzle)",
+            "03_conflict_free.cu",
+            "03_bank_conflicts.cu",
+            _threshold("conflict_free"),
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (4096, 4096, 4096),
+            slow_hint="Lanes that read different words of one shared-memory bank are served one after another: "
+            "pad each row of the tile by one float or swizzle the column (notebook 04, "
+            "conflict_degree; the hints of step 1).",
+        ),
+        Exercise(
+            "register_blocked",
+            "each thread computes a TM x TN tile of C from registers, float4 loads",
+            "04_register_blocked.cu",
+            "02_tiled.cu",
+            _threshold("register_blocked"),
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (4096, 4096, 4096),
+            slow_hint="Give each thread an 8 x 8 tile of C in registers: per step of k, load TM values of A and"
+            " TN of B into registers (float4, A stored transposed) and add their outer product "
+            "(notebook 05, hints 1-3).",
+        ),
+        # plain C++ on the CPU (contract.HOST): correctness on the CPU backend, speed timed on the CPU
+        # (grader.host) against the naive triple loop, on any machine
+        Exercise(
+            "cpu_blocked",
+            "a cache-blocked GEMM in plain C++ on the CPU, against the naive triple loop",
+            "00_cpu_blocked.cu",
+            "00_cpu_naive.cu",
+            _threshold("cpu_blocked"),
+            GEMM_SHAPES[:6],
+            GEMM_SHAPES[:6],
+            (384, 512, 640),
+            slow_hint="Make the innermost loop walk along a row of B and of C (loop order i-k-j), then cut C "
+            "into blocks and K into slices so that a panel of B stays in the cache while a block "
+            "of rows uses it (notebook 01, hints 1-3).",
+        ),
+        Exercise(
+            "register_1d",
+            "each thread computes a column of TM outputs: one shared load reused TM times",
+            "04a_register_1d.cu",
+            "02_tiled.cu",
+            _threshold("register_1d"),
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (4096, 4096, 4096),
+            slow_hint="Keep TM = 8 running sums per thread in registers; per step of k, load Bs[k][threadCol] into "
+            "a register once and use it for all TM multiply-adds (notebook 05, exercise 1, hints 1-3).",
+        ),
+        # baseline: torch's pair, relu(X) then threshold_backward(dY, Y, 0) (Y kept instead of a mask)
+        Exercise(
+            "relu_mask",
+            "ReLU forward writes a 1-bit mask with __ballot_sync; backward reads the mask",
+            "06_relu_mask.cu",
+            "torch",
+            RELU_THRESHOLD,
+            RELU_SHAPES,
+            RELU_SHAPES_SMALL,
+            (8192, 8192),
+            slow_hint="A memory-bound kernel needs bytes in flight and few instructions per byte: issue several "
+            "independent float4 loads per thread before using any, build each mask word from 8 lanes' "
+            "nibbles with 3 shuffles, and keep divisions out of the per-element path (notebook 06, hint 3).",
+            profile_shape=(1024, 1024),
+        ),
+        # baseline: the submission's own `gemm` (the same GEMM without the epilogue) followed by a separate
+        # bias + ReLU + mask pass (07a): a pass means the fusion won. At K = 256 the pass costs about a
+        # tenth of the GEMM (benchmarks/gpu_capstone.py), so there is something to win.
+        Exercise(
+            "gemm_relu",
+            "GEMM with bias + ReLU + mask fused into its epilogue",
+            "07_gemm_relu.cu",
+            "07a_bias_relu_pass.cu",
+            FUSION_THRESHOLD,
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (4096, 4096, 256),
+            baseline_exercise="bias_relu_pass",
+            baseline_epilogue="own_gemm_then_pass",
+            slow_hint="The fused kernel must beat your own `gemm` followed by a separate pass over C: keep the "
+            "epilogue in registers (bias loaded once per thread, the mask word built with shuffles or "
+            "ballots, no second read of C) and the main loop exactly your gemm's (notebook 07, hints 1-3).",
+        ),
+        # correctness only (no threshold, no baseline): each launcher on its own, then one training step of a
+        # small MLP through grader/mlp.py's layers on the file's launchers, against float64 autograd.
+        # Notebook 08 measures the step's time against nn.Linear + nn.ReLU; nothing here times it.
+        Exercise(
+            "mlp_step",
+            "a training step's launchers: gemm_relu forward, relu_backward on its mask, gemm for the "
+            "rest; one MLP step against float64 autograd (correctness only)",
+            "08_mlp_step.cu",
+            None,
+            None,
+            GEMM_SHAPES,
+            GEMM_SHAPES_SMALL,
+            (4096, 2048, 2048),
+        ),
+    )
+}
 EXERCISES = {name: replace(e, access=ACCESS_BOUNDS.get(name, ())) for name, e in EXERCISES.items()}
 
 
@@ -230,8 +333,9 @@ def get(name: str, thresholds_file: str | os.PathLike | None = None) -> Exercise
     if name not in EXERCISES:
         close = [e for e in EXERCISES if e.startswith(name[:3])]
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise CannotGrade(f"unknown exercise {name!r}.{hint} Exercises: {', '.join(EXERCISES)} "
-                          "(python -m grader list).")
+        raise CannotGrade(
+            f"unknown exercise {name!r}.{hint} Exercises: {', '.join(EXERCISES)} (python -m grader list)."
+        )
     ex = EXERCISES[name]
     overrides = load_thresholds(thresholds_file)
     return replace(ex, threshold=float(overrides[name])) if name in overrides else ex
@@ -246,8 +350,7 @@ def load_thresholds(path: str | os.PathLike | None = None) -> dict[str, float]:
     except (OSError, ValueError) as e:
         raise CannotGrade(f"cannot read thresholds file {path}: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, (int, float)) for v in data.values()):
-        raise CannotGrade(f"thresholds file {path} must map exercise names to numbers, "
-                          'e.g. {"tiled": 1.2}')
+        raise CannotGrade(f'thresholds file {path} must map exercise names to numbers, e.g. {{"tiled": 1.2}}')
     unknown = set(data) - set(EXERCISES)
     if unknown:
         raise CannotGrade(f"thresholds file {path} names unknown exercises: {', '.join(sorted(unknown))}")

@@ -36,6 +36,7 @@ needs a parser. This is the friendly early message, not the enforcement: what th
 code calls is checked in the object itself (linkcheck.py), and the child process and the
 parent's own checks stand behind both (see README, "Security model").
 """
+
 from __future__ import annotations
 
 import bisect
@@ -44,26 +45,73 @@ import time
 import unicodedata
 from dataclasses import dataclass
 
-MAX_BYTES = 1_000_000   # a kernel file is a few KB; a larger one is refused before anything reads it
-SCAN_TIMEOUT_S = 10.0   # linear, so about 1 s for MAX_BYTES of macros on a slow core; a stall refuses the file
+MAX_BYTES = 1_000_000  # a kernel file is a few KB; a larger one is refused before anything reads it
+SCAN_TIMEOUT_S = 10.0  # linear, so about 1 s for MAX_BYTES of macros on a slow core; a stall refuses the file
 ALLOWED_INCLUDES = (
-    "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h", "device_launch_parameters.h", "vector_types.h",
-    "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h", "cuda_pipeline.h", "cuda_awbarrier.h",
-    "cuda/pipeline", "cuda/barrier", "cooperative_groups.h", "cooperative_groups/memcpy_async.h",
+    "cuda_runtime.h",
+    "cuda_runtime_api.h",
+    "cuda.h",
+    "device_launch_parameters.h",
+    "vector_types.h",
+    "cuda_fp16.h",
+    "cuda_bf16.h",
+    "cuda_fp8.h",
+    "mma.h",
+    "cuda_pipeline.h",
+    "cuda_awbarrier.h",
+    "cuda/pipeline",
+    "cuda/barrier",
+    "cooperative_groups.h",
+    "cooperative_groups/memcpy_async.h",
     "cooperative_groups/reduce.h",
-    "cstdint", "stdint.h", "cstddef", "stddef.h", "cstdio", "stdio.h", "cmath", "math.h",
-    "cfloat", "float.h", "climits", "limits.h", "cassert", "assert.h", "cstring", "string.h",
-    "cstdlib", "stdlib.h", "cstdbool", "stdbool.h", "cinttypes", "inttypes.h",
-    "algorithm", "type_traits", "utility", "limits", "array", "numeric", "tuple", "initializer_list",
-    "new", "iostream", "vector", "string", "memory", "functional",
+    "cstdint",
+    "stdint.h",
+    "cstddef",
+    "stddef.h",
+    "cstdio",
+    "stdio.h",
+    "cmath",
+    "math.h",
+    "cfloat",
+    "float.h",
+    "climits",
+    "limits.h",
+    "cassert",
+    "assert.h",
+    "cstring",
+    "string.h",
+    "cstdlib",
+    "stdlib.h",
+    "cstdbool",
+    "stdbool.h",
+    "cinttypes",
+    "inttypes.h",
+    "algorithm",
+    "type_traits",
+    "utility",
+    "limits",
+    "array",
+    "numeric",
+    "tuple",
+    "initializer_list",
+    "new",
+    "iostream",
+    "vector",
+    "string",
+    "memory",
+    "functional",
 )
 _ALLOWED_PREFIXES = ("cuda/std/",)
 # refused headers with a reason of their own (the others: "not on the allow-list")
 _HEADERS = [
-    (r"thread|future|pthread\.h|threads\.h", "threads of your own are not allowed: do the work in the launcher's "
-                                             "call, on the stream it is given"),
-    (r"fstream|filesystem|unistd\.h|fcntl\.h|dirent\.h|sys/.*",
-     "files, descriptors and system calls are not allowed in a kernel file (printf to stdout is fine)"),
+    (
+        r"thread|future|pthread\.h|threads\.h",
+        "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given",
+    ),
+    (
+        r"fstream|filesystem|unistd\.h|fcntl\.h|dirent\.h|sys/.*",
+        "files, descriptors and system calls are not allowed in a kernel file (printf to stdout is fine)",
+    ),
     (r"spawn\.h|wait\.h", "starting processes is not allowed"),
     (r"dlfcn\.h", "loading libraries at run time is not allowed"),
     (r"csignal|signal\.h|csetjmp|setjmp\.h", "signals and long jumps are not allowed in a kernel file"),
@@ -73,8 +121,8 @@ _HEADERS = [
 @dataclass(frozen=True)
 class Problem:
     line: int
-    what: str      # the offending text
-    why: str       # one sentence for the learner
+    what: str  # the offending text
+    why: str  # one sentence for the learner
 
 
 _LIBRARIES = [
@@ -84,32 +132,31 @@ _LIBRARIES = [
     (re.compile(r"\bcusparse\w*|\bcublasLt\w*", re.I), "a CUDA math library does the work for you"),
     (re.compile(r"\btorch\b|\bATen\b|\bat\s*::|\bc10\s*::"), "torch calls are not allowed in a kernel file"),
     # the CPU backend's own state (which blocks the access profile records, the race detector's flags)
-    (re.compile(r"\bcuda_emu\w*|\b_*(tsan|ubsan|asan|sanitizer)_\w+"),
-     "the CPU backend's internals (its race detector and access profile) are not yours to read or change"),
+    (
+        re.compile(r"\bcuda_emu\w*|\b_*(tsan|ubsan|asan|sanitizer)_\w+"),
+        "the CPU backend's internals (its race detector and access profile) are not yours to read or change",
+    ),
 ]
 
 # Library functions a kernel file has no use for, by what they are for. A name also counts with
 # leading underscores, __builtin_ or a 64 suffix (_exit, __write, __builtin_exit, open64).
 _FUNCTIONS = {
     "loading libraries at run time is not allowed": "dlopen dlmopen dlsym dlvsym",
-    "starting processes is not allowed":
-        "system popen fork vfork clone clone3 execl execlp execle execv execvp execvpe execve execveat fexecve "
-        "posix_spawn posix_spawnp",
-    "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given":
-        "pthread_create thrd_create",
+    "starting processes is not allowed": "system popen fork vfork clone clone3 execl execlp execle execv execvp execvpe execve execveat fexecve "
+    "posix_spawn posix_spawnp",
+    "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given": "pthread_create thrd_create",
     "system calls are not allowed": "syscall sysenter ptrace mprotect mmap munmap mremap prctl",
-    "file and descriptor I/O is not allowed in a kernel file (printf to stdout is fine)":
-        "open openat creat fopen freopen fdopen tmpfile fileno write writev pwrite pwritev sendfile splice vmsplice "
-        "ioctl fcntl close dup dup2 dup3 pipe socket connect unlink remove rename chdir",
+    "file and descriptor I/O is not allowed in a kernel file (printf to stdout is fine)": "open openat creat fopen freopen fdopen tmpfile fileno write writev pwrite pwritev sendfile splice vmsplice "
+    "ioctl fcntl close dup dup2 dup3 pipe socket connect unlink remove rename chdir",
     "the environment is not yours to read or change": "getenv secure_getenv setenv unsetenv putenv clearenv environ",
-    "exits, signals and long jumps are not allowed in a kernel file":
-        "exit _Exit abort atexit at_quick_exit quick_exit on_exit kill raise signal sigaction "
-        "setjmp longjmp sigsetjmp siglongjmp",
+    "exits, signals and long jumps are not allowed in a kernel file": "exit _Exit abort atexit at_quick_exit quick_exit on_exit kill raise signal sigaction "
+    "setjmp longjmp sigsetjmp siglongjmp",
 }
 # Common words: a variable or member may well be called `write` or `exit`, so the scan names them only with
 # leading underscores (_exit, __write) or in asm; the built object's check (linkcheck.py) refuses the calls.
-_COMMON = ("open creat write close dup pipe socket connect remove rename signal raise kill exit abort system "
-           "fork clone splice").split()
+_COMMON = (
+    "open creat write close dup pipe socket connect remove rename signal raise kill exit abort system fork clone splice"
+).split()
 _WHY = {name: why for why, names in _FUNCTIONS.items() for name in names.split()}
 _DISTINCT = [n for n in _WHY if n not in _COMMON]
 _NAME = r"(?:__builtin_)?(?:_*({d})|_+({c}))(?:64)?\b".format(d="|".join(_DISTINCT), c="|".join(_COMMON))
@@ -132,50 +179,94 @@ _ASM_WHY = "host assembly that leaves the sandbox (system calls, raw bytes, call
 _RULES = [("bare", p, why) for p, why in _LIBRARIES] + [
     # why None: the function's own reason, from _WHY
     ("bare", re.compile(r"\b" + _NAME), None),
-    ("strings", re.compile(r"\b" + _NAME), None),   # a name for an asm label, an alias, or dlsym by other means
-    ("bare", re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b"),
-     "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given"),
-    ("bare", re.compile(r"\b(?:__)?(constructor|destructor|init_priority)(?:__)?\b"),
-     "code that runs when the library is loaded or unloaded is not allowed"),
-    ("bare", re.compile(r"\b(?:__)?section(?:__)?\s*\("),   # .init_array, .ctors: code run at load
-     "choosing the section of code or data is not allowed"),
-    ("bare", re.compile(r"\b(?:__)?(weakref|ifunc|symver)(?:__)?\s*\("),
-     "weak references and ifunc resolvers are not allowed (they can reach any library function, or run at load)"),
-    ("code", re.compile(r"(#\s*pragma\s+|\b_Pragma\s*\(\s*\w*\"\s*)(comment|weak|redefine_extname)\b"),
-     "linker directives and symbol aliases are not allowed"),
+    ("strings", re.compile(r"\b" + _NAME), None),  # a name for an asm label, an alias, or dlsym by other means
+    (
+        "bare",
+        re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b"),
+        "threads of your own are not allowed: do the work in the launcher's call, on the stream it is given",
+    ),
+    (
+        "bare",
+        re.compile(r"\b(?:__)?(constructor|destructor|init_priority)(?:__)?\b"),
+        "code that runs when the library is loaded or unloaded is not allowed",
+    ),
+    (
+        "bare",
+        re.compile(r"\b(?:__)?section(?:__)?\s*\("),  # .init_array, .ctors: code run at load
+        "choosing the section of code or data is not allowed",
+    ),
+    (
+        "bare",
+        re.compile(r"\b(?:__)?(weakref|ifunc|symver)(?:__)?\s*\("),
+        "weak references and ifunc resolvers are not allowed (they can reach any library function, or run at load)",
+    ),
+    (
+        "code",
+        re.compile(r"(#\s*pragma\s+|\b_Pragma\s*\(\s*\w*\"\s*)(comment|weak|redefine_extname)\b"),
+        "linker directives and symbol aliases are not allowed",
+    ),
     ("bare", re.compile(r"#\s*(include_next|import|embed)\b"), "only plain #include is allowed"),
-    ("bare", re.compile(r"#\s*define\s+(if|for|while|switch|constexpr|else|do|asm|__asm|__asm__)\b"),
-     "redefining a keyword is not allowed"),
+    (
+        "bare",
+        re.compile(r"#\s*define\s+(if|for|while|switch|constexpr|else|do|asm|__asm|__asm__)\b"),
+        "redefining a keyword is not allowed",
+    ),
     ("bare", re.compile(r"##"), "token pasting (##) is not allowed (it can spell a forbidden name)"),
-    ("bare", re.compile(r"\\[uU]"), "universal character names (\\u) in code are not allowed "
-                                    "(they can spell a forbidden name)"),
-    ("bare", re.compile(r"\b(cudaStreamCreate\w*|cudaStreamPerThread|cudaStreamLegacy|cudaStreamNonBlocking"
-                        r"|cudaGraph\w*|cudaLaunchHostFunc|cudaStreamAddCallback|cudaStreamBeginCapture)\b"),
-     "launch on the stream you are given: other streams hide work from the timer"),
-    ("bare", re.compile(r"\b(cudaSetDevice|cudaDeviceReset|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
-                        r"|cudaDeviceSetCacheConfig|cudaProfilerStart|cudaProfilerStop)\b"),
-     "device-wide settings are not yours to change"),
+    (
+        "bare",
+        re.compile(r"\\[uU]"),
+        "universal character names (\\u) in code are not allowed (they can spell a forbidden name)",
+    ),
+    (
+        "bare",
+        re.compile(
+            r"\b(cudaStreamCreate\w*|cudaStreamPerThread|cudaStreamLegacy|cudaStreamNonBlocking"
+            r"|cudaGraph\w*|cudaLaunchHostFunc|cudaStreamAddCallback|cudaStreamBeginCapture)\b"
+        ),
+        "launch on the stream you are given: other streams hide work from the timer",
+    ),
+    (
+        "bare",
+        re.compile(
+            r"\b(cudaSetDevice|cudaDeviceReset|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache"
+            r"|cudaDeviceSetCacheConfig|cudaProfilerStart|cudaProfilerStop)\b"
+        ),
+        "device-wide settings are not yours to change",
+    ),
     # inline PTX is fine (cp.async, mma...): none of these words are PTX
     ("asm", re.compile(r"\b(syscall|sysenter|sysexit|rdtscp?|svc|int\s*\$?(0x80|128))\b", re.I), _ASM_WHY),
-    ("asm", re.compile(r"\.(byte|[248]byte|short|hword|word|int|long|quad|octa|value|dc|ds|ascii|asciz|string\d*"
-                       r"|inst\w*|insn|incbin|fill|zero|skip|space|float|single|double|set|equ|equiv|symver"
-                       r"|weak\w*|globl|section|pushsection|text|data)\b", re.I), _ASM_WHY),
+    (
+        "asm",
+        re.compile(
+            r"\.(byte|[248]byte|short|hword|word|int|long|quad|octa|value|dc|ds|ascii|asciz|string\d*"
+            r"|inst\w*|insn|incbin|fill|zero|skip|space|float|single|double|set|equ|equiv|symver"
+            r"|weak\w*|globl|section|pushsection|text|data)\b",
+            re.I,
+        ),
+        _ASM_WHY,
+    ),
     ("asm", re.compile(r"\b(call|callq|jmp|jmpq)\b|@(plt|got\w*|tpoff|dtpoff)\b|%rip\b", re.I), _ASM_WHY),
     ("asm", re.compile(r"\b(" + "|".join(_WHY) + r")\b"), _ASM_WHY),
 ]
 
 # lexer: comments, raw strings R"d(...)d", strings and chars, numbers (their ' is a digit separator)
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<line>//[^\n]*)
   | (?P<block>/\*.*?(?:\*/|\Z))
   | (?<![\w$])(?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s]{0,16})\()(?P<rawbody>.*?)(?:\)(?P=delim)"|\Z)
   | (?P<str>")(?P<strbody>(?:[^"\\\n]|\\.)*)"?
   | (?P<chr>')(?P<chrbody>(?:[^'\\\n]|\\.)*)'?
   | (?<![\w$])(?P<num>\.?\d(?:[eEpP][+-]|[\w$.])*'[\w$](?:[eEpP][+-]|'[\w$]|[\w$.])*)
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 _KIND = {"line": "line", "block": "block", "rawbody": "raw", "strbody": "str", "chrbody": "chr", "num": "num"}
-_ESCAPE = re.compile(r"\\(x\{[0-9a-fA-F]*\}|o\{[0-7]*\}|u\{[0-9a-fA-F]*\}|N\{[^}\n]*\}|x[0-9a-fA-F]+|[0-7]{1,3}"
-                     r"|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+_ESCAPE = re.compile(
+    r"\\(x\{[0-9a-fA-F]*\}|o\{[0-7]*\}|u\{[0-9a-fA-F]*\}|N\{[^}\n]*\}|x[0-9a-fA-F]+|[0-7]{1,3}"
+    r"|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)",
+    re.S,
+)
 
 
 def _blank(text: str) -> str:
@@ -211,9 +302,9 @@ def _lex(text: str, clock: _Clock | None = None):
         tick()
         kind = _KIND[m.lastgroup]
         if kind == "num":
-            continue   # a number with a digit separator (1'000): kept as it is
-        code.append(text[last:m.start()])
-        bare.append(text[last:m.start()])
+            continue  # a number with a digit separator (1'000): kept as it is
+        code.append(text[last : m.start()])
+        bare.append(text[last : m.start()])
         last = m.end()
         if kind in ("line", "block"):
             code.append(_blank(m.group(0)))
@@ -221,7 +312,7 @@ def _lex(text: str, clock: _Clock | None = None):
             continue
         s, e = m.span({"raw": "rawbody", "str": "strbody", "chr": "chrbody"}[kind])
         code.append(m.group(0))
-        bare.append(text[m.start():s] + _blank(text[s:e]) + text[e:m.end()])
+        bare.append(text[m.start() : s] + _blank(text[s:e]) + text[e : m.end()])
         if kind != "chr":
             literals.append((m.start(), m.end(), s, e, kind == "raw"))
     code.append(text[last:])
@@ -247,6 +338,7 @@ def _unescape(body: str) -> str:
         except (KeyError, ValueError, OverflowError):
             return "?"
         return {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b"}.get(e, e)
+
     return _ESCAPE.sub(one, body)
 
 
@@ -265,7 +357,7 @@ def _splice(source: str) -> tuple[str, list[int]]:
     pieces, held, length, joins = [], 0, 0, []
     for line in source.split("\n"):
         splice = re.search(r"\\[ \t\f\v\0]*$", line)
-        piece = line[:splice.start()] if splice else line + "\n" * (held + 1)
+        piece = line[: splice.start()] if splice else line + "\n" * (held + 1)
         pieces.append(piece)
         length += len(piece)
         held = held + 1 if splice else 0
@@ -292,7 +384,7 @@ def _asm_words(bare: str) -> tuple[set[str], set[str]]:
     return words, {name for name, paren, _ in defines if name in words and not paren} | set(_ASM_WORDS)
 
 
-_BACK = 256   # how far back a declarator's end is looked for before an asm: keeps the scan linear
+_BACK = 256  # how far back a declarator's end is looked for before an asm: keeps the scan linear
 _DIRECTIVE = re.compile(r"[ \t]*#")
 _DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+[\w$]+(\([^)]*\))?")
 _ASM_CALL = re.compile(_ASM_QUALIFIERS + r"\s*\(")
@@ -324,7 +416,7 @@ def _last_word(text: str) -> str:
 def _ends_declarator(text: str, start: int, end: int, pairs: dict[int, int]) -> bool:
     """Whether text[start:end] ends like a declarator (a name, `)` or `]`): an asm there is a label, which
     gives the declaration another symbol's name (getenv). Not so after if/for/while (...), else or do."""
-    window = text[max(start, end - _BACK):end].rstrip()
+    window = text[max(start, end - _BACK) : end].rstrip()
     if not window:
         return False
     if window[-1] == "]":
@@ -333,7 +425,7 @@ def _ends_declarator(text: str, start: int, end: int, pairs: dict[int, int]) -> 
         opening = pairs.get(max(start, end - _BACK) + len(window) - 1)
         if opening is None or opening < start:
             return True
-        word = _last_word(text[max(start, opening - _BACK):opening].rstrip())
+        word = _last_word(text[max(start, opening - _BACK) : opening].rstrip())
         return word not in ("if", "for", "while", "switch", "constexpr")
     word = _last_word(window)
     return bool(word) and word not in ("else", "do", "__extension__")
@@ -345,10 +437,10 @@ def _asm(text: str, bare: str, literals: list, clock: _Clock):
     found, templates = [], []
     words, plain = _asm_words(bare)
     starts = [lit[0] for lit in literals]
-    flat = re.sub(r"(?m)^[ \t]*#.*$", lambda d: _blank(d.group(0)), bare)   # directive lines blanked
+    flat = re.sub(r"(?m)^[ \t]*#.*$", lambda d: _blank(d.group(0)), bare)  # directive lines blanked
     pairs = _paren_pairs(bare)
     newlines = [m.start() for m in re.finditer("\n", bare)]
-    for m in re.finditer(r"(?<![\w$])[\w$]+", bare):   # every identifier once; a set says which are asm
+    for m in re.finditer(r"(?<![\w$])[\w$]+", bare):  # every identifier once; a set says which are asm
         clock.tick()
         word = m.group(0)
         if word not in words:
@@ -357,7 +449,7 @@ def _asm(text: str, bare: str, literals: list, clock: _Clock):
         line_start = newlines[i - 1] + 1 if i else 0
         define = _DEFINE.match(bare, line_start)
         if _DIRECTIVE.match(bare, line_start) and not (define and define.end() <= m.start()):
-            continue   # #ifdef, #undef, or the name of a macro being defined
+            continue  # #ifdef, #undef, or the name of a macro being defined
         if _ends_declarator(bare if define else flat, define.end() if define else 0, m.start(), pairs):
             found.append((m.start(), word, "asm labels are not allowed (they can name any library function)"))
             continue
@@ -365,14 +457,14 @@ def _asm(text: str, bare: str, literals: list, clock: _Clock):
         if word not in plain or not call:
             continue
         p, k, pieces = call.end(), bisect.bisect_left(starts, call.end()), []
-        while True:   # the template: string literals, written out, then `:` or `)`
+        while True:  # the template: string literals, written out, then `:` or `)`
             p = re.compile(r"\s*").match(bare, p).end()
             if k == len(literals) or literals[k][0] != p:
                 break
             s, e, bs, be, raw = literals[k]
             pieces.append(text[bs:be] if raw else _unescape(text[bs:be]))
             p, k = e, k + 1
-        if bare[p:p + 1] in (":", ")"):
+        if bare[p : p + 1] in (":", ")"):
             templates.append((m.start(), "".join(pieces)))
         else:
             found.append((m.start(), word + "(...)", "an asm template must be written-out string literals (no macros)"))
@@ -404,8 +496,9 @@ def _includes(code: str) -> list[tuple[int, str, str]]:
             continue
         header = m.group(1).strip()
         if header.startswith("/") or ".." in header.split("/"):
-            found.append((inc.start(), f"#include <{header}>",
-                          "an #include path may not leave the include directories"))
+            found.append(
+                (inc.start(), f"#include <{header}>", "an #include path may not leave the include directories")
+            )
         elif header not in ALLOWED_INCLUDES and not header.startswith(_ALLOWED_PREFIXES):
             why = next((w for p, w in _LIBRARIES if p.search(header)), None)
             why = why or next((w for p, w in _HEADERS if re.fullmatch(p, header)), None)
@@ -421,16 +514,29 @@ def scan(source: str, timeout: float | None = None) -> list[Problem]:
     """
     size = len(source.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
-        return [Problem(1, f"{size / 1e6:.1f} MB", f"a kernel file may be at most {MAX_BYTES / 1e6:g} MB: "
-                           "compute tables in code rather than writing them out")]
+        return [
+            Problem(
+                1,
+                f"{size / 1e6:.1f} MB",
+                f"a kernel file may be at most {MAX_BYTES / 1e6:g} MB: "
+                "compute tables in code rather than writing them out",
+            )
+        ]
     if timeout is None:
-        from .toolchain import COMPILE_TIMEOUT_S   # here, not at the top: toolchain imports this module's users
+        from .toolchain import COMPILE_TIMEOUT_S  # here, not at the top: toolchain imports this module's users
+
         timeout = COMPILE_TIMEOUT_S
     try:
         return _scan(source, _Clock(timeout))
     except _TooSlow:
-        return [Problem(1, "the whole file", f"the scan for forbidden constructs did not finish within {timeout:g} s "
-                                             "(the compile time limit): simplify the file (fewer macros)")]
+        return [
+            Problem(
+                1,
+                "the whole file",
+                f"the scan for forbidden constructs did not finish within {timeout:g} s "
+                "(the compile time limit): simplify the file (fewer macros)",
+            )
+        ]
 
 
 def _scan(source: str, clock: _Clock) -> list[Problem]:
@@ -443,18 +549,24 @@ def _scan(source: str, clock: _Clock) -> list[Problem]:
     for s, e, _, _, raw in literals:
         # a raw string keeps its backslash-newlines: joining them could end it early here but not for g++
         if raw and bisect.bisect_right(joins, s) < bisect.bisect_left(joins, e):
-            found.append((s, "R\"(...)\"", "a backslash at the end of a line inside a raw string is not allowed"))
+            found.append((s, 'R"(...)"', "a backslash at the end of a line inside a raw string is not allowed"))
     texts = {"bare": [(0, bare)], "code": [(0, code)], "strings": _strings(text, bare, literals), "asm": templates}
     for where, pattern, why in _RULES:
         for offset, chunk in texts[where]:
             for m in pattern.finditer(chunk):
                 clock.tick()
-                found.append((offset + m.start() if where in ("bare", "code") else offset, m.group(0).strip(),
-                              why if why is not None else _WHY[next(g for g in m.groups() if g)]))
+                found.append(
+                    (
+                        offset + m.start() if where in ("bare", "code") else offset,
+                        m.group(0).strip(),
+                        why if why is not None else _WHY[next(g for g in m.groups() if g)],
+                    )
+                )
     newlines = [m.start() for m in re.finditer("\n", text)]
     problems, seen = [], set()
-    for line, (offset, what, why) in sorted(((bisect.bisect_left(newlines, f[0]) + 1, f) for f in found),
-                                            key=lambda lf: lf[0]):
+    for line, (offset, what, why) in sorted(
+        ((bisect.bisect_left(newlines, f[0]) + 1, f) for f in found), key=lambda lf: lf[0]
+    ):
         if line not in seen:
             seen.add(line)
             problems.append(Problem(line, what, why))
@@ -464,14 +576,17 @@ def _scan(source: str, clock: _Clock) -> list[Problem]:
 def message(problems: list[Problem], filename: str = "kernel.cu") -> str:
     """A plain message: what is forbidden, where, why, and what is allowed."""
     shown = problems[:5]
-    lines = [f"forbidden: {filename} uses what a submission may not "
-             "(the kernel must do the work itself, in plain CUDA C++):"]
+    lines = [
+        f"forbidden: {filename} uses what a submission may not (the kernel must do the work itself, in plain CUDA C++):"
+    ]
     for p in shown:
         lines.append(f"  {filename}:{p.line}: {p.what}: {p.why}")
     if len(problems) > len(shown):
         lines.append(f"  ... and {len(problems) - len(shown)} more")
     if any("#include" in p.what for p in problems):
-        lines.append("Allowed headers: " + ", ".join(f"<{h}>" for h in ALLOWED_INCLUDES[:14]) + ", the C "
-                     "standard headers (<cstdint>, <cmath>, <cstdio>, <cstdlib>, ...), a few C++ ones "
-                     "(<algorithm>, <array>, <vector>, <iostream>, ...) and <cuda/std/...>.")
+        lines.append(
+            "Allowed headers: " + ", ".join(f"<{h}>" for h in ALLOWED_INCLUDES[:14]) + ", the C "
+            "standard headers (<cstdint>, <cmath>, <cstdio>, <cstdlib>, ...), a few C++ ones "
+            "(<algorithm>, <array>, <vector>, <iostream>, ...) and <cuda/std/...>."
+        )
     return "\n".join(lines)

@@ -28,6 +28,7 @@ Control messages (JSON over a SOCK_SEQPACKET socket, descriptors as SCM_RIGHTS):
                       {"op": "kill", "id"}
   template -> grader  {"ready", "pid"}, {"id", "pid"}, {"id", "error"}, {"id", "exit"}
 """
+
 from __future__ import annotations
 
 import json
@@ -68,7 +69,7 @@ class Child:
         self.client, self.id = client, rid
         self.pid: int | None = None
         self.returncode: int | None = None
-        self.lost = False          # the template died before this child's exit was reported
+        self.lost = False  # the template died before this child's exit was reported
         self.started = threading.Event()
         self.exited = threading.Event()
         self.error = ""
@@ -96,9 +97,15 @@ class Client:
         # one BLAS thread: the template forks, and a fork copies no thread but the caller
         tenv = env | {"OPENBLAS_NUM_THREADS": "1"}
         try:
-            self.proc = subprocess.Popen(prefix + [sys.executable, "-m", "grader.forkserver", str(theirs.fileno())],
-                                         pass_fds=(theirs.fileno(),), env=tenv, stdin=subprocess.DEVNULL,
-                                         stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                prefix + [sys.executable, "-m", "grader.forkserver", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                env=tenv,
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as e:
             raise TemplateError(f"could not start the template: {e}") from None
         finally:
@@ -215,10 +222,12 @@ def _child(fds: list[int], env: dict, template_pid: int) -> int:
     """In the forked child: become the worker. Never returns to the template's loop."""
     os.setsid()  # its own session and group: a time-out kills its whole group, not the template
     import ctypes
+
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the template
     if os.getppid() != template_pid:
         return 5
     import fcntl
+
     libs = fds[4:]
     # move everything to its fixed place (copies above all targets first, so none is overwritten)
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds]
@@ -233,6 +242,7 @@ def _child(fds: list[int], env: dict, template_pid: int) -> int:
     os.environ.clear()
     os.environ.update(env)
     from . import worker
+
     return worker.main(["worker", "0", str(SCRATCH_FD), str(RESULT_FD)])
 
 
@@ -296,14 +306,16 @@ def serve(sock: socket.socket) -> int:
 
 def main(argv: list[str]) -> int:
     import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the grader
-    libc.prctl(4, 0, 0, 0, 0)      # PR_SET_DUMPABLE 0: its children cannot open its memory
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: its children cannot open its memory
     sock = socket.socket(fileno=int(argv[1]))
     # everything a worker imports, imported once; nothing that starts CUDA
     import numpy  # noqa: F401
     import torch
     from . import checks, protocol, timing, worker  # noqa: F401
+
     if torch.cuda.is_initialized():
         _send(sock, {"ready": False, "error": "CUDA was initialised in the template"})
         return 1

@@ -10,6 +10,7 @@ the fused kernel, the file's own `gemm` (the same main loop, C stored as it is),
 followed by a separate bias + ReLU + mask pass (kernels/07a_bias_relu_pass.cu). The grader's
 gemm_relu verdict is the same comparison at one K (grader.exercises).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,15 +39,23 @@ def sweep(mod, ks=KS, m: int = 4096, n: int = 4096, seconds: float = 3.0) -> lis
         bias = torch.randn(n, device="cuda")
         C, C2, Y = (torch.empty(m, n, device="cuda") for _ in range(3))
         mask = torch.empty(m, (n + 31) // 32, dtype=torch.int32, device="cuda")
-        fns = {"fused": lambda: mod.launch.gemm_relu(A, B, bias, C, mask),
-               "gemm": lambda: mod.launch.gemm(A, B, C2),
-               "gemm + pass": lambda: (mod.launch.gemm(A, B, C2), pas.launch.bias_relu_mask(C2, bias, Y, mask))}
+        fns = {
+            "fused": lambda: mod.launch.gemm_relu(A, B, bias, C, mask),
+            "gemm": lambda: mod.launch.gemm(A, B, C2),
+            "gemm + pass": lambda: (mod.launch.gemm(A, B, C2), pas.launch.bias_relu_mask(C2, bias, Y, mask)),
+        }
         t = time_gpu(fns, max_seconds=seconds)
         g = t["gemm"].median_ms
-        rows.append({"K": k, **{f"{name} ms": t[name].median_ms for name in fns},
-                     "fused / gemm": t["fused"].median_ms / g, "gemm + pass / gemm": t["gemm + pass"].median_ms / g,
-                     "speedup": t["gemm + pass"].median_ms / t["fused"].median_ms,
-                     "spread": max(t[name].spread for name in fns)})
+        rows.append(
+            {
+                "K": k,
+                **{f"{name} ms": t[name].median_ms for name in fns},
+                "fused / gemm": t["fused"].median_ms / g,
+                "gemm + pass / gemm": t["gemm + pass"].median_ms / g,
+                "speedup": t["gemm + pass"].median_ms / t["fused"].median_ms,
+                "spread": max(t[name].spread for name in fns),
+            }
+        )
     return rows
 
 
@@ -60,15 +69,26 @@ def measured(kernel: str) -> list[dict]:
 def chart(rows: list[dict], title: str | None = None):
     """Fused and GEMM + pass, each as a multiple of the GEMM alone, against K (grader.plots)."""
     from . import plots
+
     ks = [r["K"] for r in rows]
-    return plots.lines(ks, {"fused (your gemm_relu)": [r["fused / gemm"] for r in rows],
-                            "your gemm + separate pass": [r["gemm + pass / gemm"] for r in rows],
-                            "your gemm alone": [1.0] * len(rows)},
-                       xlabel="K (M = N = 4096)", ylabel="time / your GEMM alone", title=title)
+    return plots.lines(
+        ks,
+        {
+            "fused (your gemm_relu)": [r["fused / gemm"] for r in rows],
+            "your gemm + separate pass": [r["gemm + pass / gemm"] for r in rows],
+            "your gemm alone": [1.0] * len(rows),
+        },
+        xlabel="K (M = N = 4096)",
+        ylabel="time / your GEMM alone",
+        title=title,
+    )
 
 
 def table(rows: list[dict]) -> str:
     lines = [f"{'K':>6} {'fused ms':>9} {'gemm ms':>9} {'+pass ms':>9} {'fused/gemm':>11} {'sep/fused':>10}"]
-    lines += [f"{r['K']:>6} {r['fused ms']:>9.3f} {r['gemm ms']:>9.3f} {r['gemm + pass ms']:>9.3f} "
-              f"{r['fused / gemm']:>11.3f} {r['speedup']:>10.3f}" for r in rows]
+    lines += [
+        f"{r['K']:>6} {r['fused ms']:>9.3f} {r['gemm ms']:>9.3f} {r['gemm + pass ms']:>9.3f} "
+        f"{r['fused / gemm']:>11.3f} {r['speedup']:>10.3f}"
+        for r in rows
+    ]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from its own copies, and compares what the child sends back; the child only runs
 the kernel. On a GPU the kernel is timed against its exercise's baseline in the
 same child, the same way, and must reach the exercise's threshold.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,20 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from . import (binding, checks, contract, exercises, forbidden, host, mlp, profile, sandbox, shapes, submissions,
-               toolchain)
+from . import (
+    binding,
+    checks,
+    contract,
+    exercises,
+    forbidden,
+    host,
+    mlp,
+    profile,
+    sandbox,
+    shapes,
+    submissions,
+    toolchain,
+)
 from .cpu import progress as cpu_progress
 from .errors import CannotGrade, CompileError, Forbidden, GraderError, SubmissionError
 
@@ -38,18 +51,18 @@ class Result:
     compiled: bool = False
     correct: bool = False
     passed: bool = False
-    speedup: float | None = None       # baseline time / kernel time (GPU only)
+    speedup: float | None = None  # baseline time / kernel time (GPU only)
     threshold: float | None = None
     message: str = ""
     hint: str = ""
     shapes: list[ShapeResult] = field(default_factory=list)
-    timing: dict | None = None         # medians in ms of kernel, baseline, cuBLAS/torch
+    timing: dict | None = None  # medians in ms of kernel, baseline, cuBLAS/torch
     pct_cublas: float | None = None
-    output: str = ""                   # what the kernel printed (capped)
-    calibration: str = ""              # where the threshold comes from (GPU only): grader.calibration
+    output: str = ""  # what the kernel printed (capped)
+    calibration: str = ""  # where the threshold comes from (GPU only): grader.calibration
     evidence: str = "correctness only"  # what a pass rests on: "timed on GPU", "access counts (CPU, no timing)"
-    profile: dict | None = None        # the access profile (grader.profile), counted on the CPU backend
-    seed: int | None = None            # the test inputs' and drawn shapes' seed (`check --seed` reproduces them)
+    profile: dict | None = None  # the access profile (grader.profile), counted on the CPU backend
+    seed: int | None = None  # the test inputs' and drawn shapes' seed (`check --seed` reproduces them)
 
     def as_dict(self) -> dict:
         """The same fields as `python -m grader check --json`."""
@@ -65,11 +78,23 @@ class Result:
         return 0 if self.passed else 1
 
 
-def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | None = None,
-          thresholds_file=None, timeout: float | None = None, time_it: bool = True,
-          compile_timeout: float | None = None, gpu: int | None = None, scan: bool = True,
-          gpu_lock: str | None = None, lock_wait: float = 0.0, require_gpu: bool = False,
-          profile_on_gpu: bool = True) -> Result:
+def grade(
+    exercise: str,
+    source_or_path,
+    *,
+    backend: str = "auto",
+    seed: int | None = None,
+    thresholds_file=None,
+    timeout: float | None = None,
+    time_it: bool = True,
+    compile_timeout: float | None = None,
+    gpu: int | None = None,
+    scan: bool = True,
+    gpu_lock: str | None = None,
+    lock_wait: float = 0.0,
+    require_gpu: bool = False,
+    profile_on_gpu: bool = True,
+) -> Result:
     """Grade a kernel file. Raises CannotGrade when grading is impossible (exit 2).
 
     timeout: seconds the child may run the kernel (all shapes and the timed runs);
@@ -86,27 +111,34 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         raise CannotGrade("--require-gpu asks for a timed GPU verdict, but --backend cpu was given")
     backend = "cpu" if on_host else binding.resolve_backend(backend)
     if require_gpu and backend != "cuda" and not on_host:
-        raise CannotGrade("--require-gpu: this machine has no GPU torch can use, and a CPU-backend verdict "
-                          "(access counts, no timing) is not accepted; grade on a GPU machine")
+        raise CannotGrade(
+            "--require-gpu: this machine has no GPU torch can use, and a CPU-backend verdict "
+            "(access counts, no timing) is not accepted; grade on a GPU machine"
+        )
     calibrated = ""
     if backend == "cuda" and time_it and ex.threshold is not None:  # this GPU's threshold (grader.calibration)
         from . import calibration
+
         ex, calibrated = calibration.resolve(ex, thresholds_file)
-    res = Result(exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None,
-                 calibration=calibrated)
+    res = Result(
+        exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None, calibration=calibrated
+    )
     try:
         source, filename = submissions.read(source_or_path, exercise)
         if not source.strip():
-            raise SubmissionError(f"{filename} is empty: write the kernel and its extern \"C\" launcher(s).")
+            raise SubmissionError(f'{filename} is empty: write the kernel and its extern "C" launcher(s).')
         problems = forbidden.scan(source, timeout=compile_timeout) if scan else []
         if problems:
             raise Forbidden(forbidden.message(problems, filename))
-        build = toolchain.build(source, backend=backend, exercise=exercise, filename=filename,
-                                timeout=compile_timeout, check_calls=scan)
+        build = toolchain.build(
+            source, backend=backend, exercise=exercise, filename=filename, timeout=compile_timeout, check_calls=scan
+        )
     except Forbidden as e:  # the source scan, or the check of what the built code calls
         res.message = str(e)
-        res.hint = ("Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
-                    "runtime and standard headers only; the list above says what to remove.")
+        res.hint = (
+            "Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
+            "runtime and standard headers only; the list above says what to remove."
+        )
         return res
     except CompileError as e:
         res.message = f"does not compile:\n{e}"
@@ -123,10 +155,16 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
     # per shape drawn from the seed (grader.shapes: every dimension aligned in turn, the others odd)
     cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
     cases += [checks.make_case(exercise, s, gen) for s in shapes.draw(len(fixed[0]), seed)]
-    request = {"lib": str(build.path), "exercise": exercise, "backend": backend,
-               "schedules": SCHEDULES_CPU if backend == "cpu" else [0]}
+    request = {
+        "lib": str(build.path),
+        "exercise": exercise,
+        "backend": backend,
+        "schedules": SCHEDULES_CPU if backend == "cpu" else [0],
+    }
     if backend == "cpu" and ex.access and not on_host:  # one more checked case, at the profile shape, counted
-        request["profile"] = profile.grading_request(exercise, len(cases), int(torch.randint(1 << 62, (1,), generator=gen)))
+        request["profile"] = profile.grading_request(
+            exercise, len(cases), int(torch.randint(1 << 62, (1,), generator=gen))
+        )
         cases.append(checks.make_case(exercise, ex.profile_shape, gen))
     timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
     if timed and on_host:
@@ -139,21 +177,33 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
             res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
             return res
     elif timed:
-        base = toolchain.build(ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise,
-                               filename=ex.baseline) if ex.baseline_path else None
+        base = (
+            toolchain.build(
+                ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise, filename=ex.baseline
+            )
+            if ex.baseline_path
+            else None
+        )
         tseed = secrets.randbits(62)
-        request |= {"timing": {"shape": list(ex.bench_shape), "seed": tseed,
-                               "baseline": "lib" if base else ex.baseline,
-                               "baseline_epilogue": ex.baseline_epilogue},
-                    "baseline_lib": str(base.path) if base else None,
-                    "baseline_exercise": ex.baseline_exercise}
-    wire = [({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
-            for i, c in enumerate(cases)]
+        request |= {
+            "timing": {
+                "shape": list(ex.bench_shape),
+                "seed": tseed,
+                "baseline": "lib" if base else ex.baseline,
+                "baseline_epilogue": ex.baseline_epilogue,
+            },
+            "baseline_lib": str(base.path) if base else None,
+            "baseline_exercise": ex.baseline_exercise,
+        }
+    wire = [
+        ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()}) for i, c in enumerate(cases)
+    ]
     step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
     if step is not None:
         wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))
-    run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu,
-                             gpu_lock=gpu_lock, lock_wait=lock_wait)
+    run = sandbox.run_worker(
+        request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu, gpu_lock=gpu_lock, lock_wait=lock_wait
+    )
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
         raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
     output = cpu_progress.strip(run.output)  # the CPU backend's progress lines are for _died_message
@@ -167,13 +217,16 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         _verdict_step(res, step, run)
     # a crash, or a fault the CPU runtime caught and reported as an illegal memory access
     if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
-        _explain_cpu_crash(res, source, exercise, filename, cases, request, wire, compile_timeout,
-                           timeout or sandbox.RUN_TIMEOUT_S)
+        _explain_cpu_crash(
+            res, source, exercise, filename, cases, request, wire, compile_timeout, timeout or sandbox.RUN_TIMEOUT_S
+        )
     if not res.correct and res.shapes:
         given = str(source_or_path)
         shown = shlex.quote(given) if "\n" not in given and len(given) < 200 else "FILE"
-        res.message += (f"\n(Inputs and the shapes drawn for this run come from seed {seed}: "
-                        f"`python -m grader check {exercise} {shown} --seed {seed}` draws the same ones.)")
+        res.message += (
+            f"\n(Inputs and the shapes drawn for this run come from seed {seed}: "
+            f"`python -m grader check {exercise} {shown} --seed {seed}` draws the same ones.)"
+        )
     if res.correct and timed:
         _verdict_speed(res, ex, run)
         res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU
@@ -183,13 +236,17 @@ def grade(exercise: str, source_or_path, *, backend: str = "auto", seed: int | N
         _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
     elif res.correct and step is not None:
         res.passed = True
-        res.message = ("correct on every shape, and one training step of an MLP on these launchers matches "
-                       "float64 autograd (correctness only: mlp_step is not timed; notebook 08 measures the step)")
+        res.message = (
+            "correct on every shape, and one training step of an MLP on these launchers matches "
+            "float64 autograd (correctness only: mlp_step is not timed; notebook 08 measures the step)"
+        )
     elif res.correct:
         res.passed = True
         if backend == "cpu":
-            res.message = ("correct on every shape (CPU backend: correctness only; the speed "
-                           "threshold is not measured without a GPU)")
+            res.message = (
+                "correct on every shape (CPU backend: correctness only; the speed "
+                "threshold is not measured without a GPU)"
+            )
         else:
             res.message = "correct on every shape"
     return res
@@ -207,25 +264,40 @@ def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, 
     res.profile = prof.as_dict()
     shape = "x".join(map(str, ex.profile_shape))
     if problems:
-        res.message = (f"correct, but the access profile at {shape} misses this exercise's idea "
-                       f"(CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems))
+        res.message = (
+            f"correct, but the access profile at {shape} misses this exercise's idea "
+            f"(CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems)
+        )
         res.hint = ex.slow_hint
         return
     res.passed = True
     res.evidence = profile.EVIDENCE_CPU
-    res.message = (f"correct on every shape; access counts at {shape} meet the exercise's bounds: "
-                   f"{profile.summary(prof)} (CPU backend: no timing without a GPU)")
+    res.message = (
+        f"correct on every shape; access counts at {shape} meet the exercise's bounds: "
+        f"{profile.summary(prof)} (CPU backend: no timing without a GPU)"
+    )
 
 
-def _profile_beside(exercise: str, source: str, filename: str, ex: exercises.Exercise,
-                    compile_timeout: float | None, timeout: float | None) -> dict | None:
+def _profile_beside(
+    exercise: str,
+    source: str,
+    filename: str,
+    ex: exercises.Exercise,
+    compile_timeout: float | None,
+    timeout: float | None,
+) -> dict | None:
     """On a GPU: the CPU backend's access profile of the same file, reported beside the timing
     (in a child like every run of a submission); None when it cannot be had."""
     try:
         build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
         case = checks.make_case(exercise, ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62)))
-        request = {"lib": str(build.path), "exercise": exercise, "backend": "cpu", "schedules": [0],
-                   "profile": profile.grading_request(exercise, 0, secrets.randbits(62))}
+        request = {
+            "lib": str(build.path),
+            "exercise": exercise,
+            "backend": "cpu",
+            "schedules": [0],
+            "profile": profile.grading_request(exercise, 0, secrets.randbits(62)),
+        }
         wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
         run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
         raw = next((m["profile"] for m, _ in run.messages if "profile" in m), None)
@@ -235,8 +307,17 @@ def _profile_beside(exercise: str, source: str, filename: str, ex: exercises.Exe
         return None
 
 
-def _explain_cpu_crash(res: Result, source: str, exercise: str, filename: str, cases: list,
-                       request: dict, wire: list, compile_timeout: float | None, timeout: float) -> None:
+def _explain_cpu_crash(
+    res: Result,
+    source: str,
+    exercise: str,
+    filename: str,
+    cases: list,
+    request: dict,
+    wire: list,
+    compile_timeout: float | None,
+    timeout: float,
+) -> None:
     """A crash on the CPU backend: re-run the input that crashed under AddressSanitizer and
     name the access and its line (a GPU would have said 'illegal memory access', no more)."""
     from . import cpu
@@ -245,17 +326,24 @@ def _explain_cpu_crash(res: Result, source: str, exercise: str, filename: str, c
     if crashed is None:
         return
     try:
-        build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename,
-                                sanitize=True, timeout=compile_timeout)
+        build = toolchain.build(
+            source, backend="cpu", exercise=exercise, filename=filename, sanitize=True, timeout=compile_timeout
+        )
     except GraderError:
         return
-    run = sandbox.run_worker(request | {"lib": str(build.path), "schedules": [0]}, [wire[crashed]],
-                             timeout=timeout, extra_env=cpu.sanitizer_env())
+    run = sandbox.run_worker(
+        request | {"lib": str(build.path), "schedules": [0]},
+        [wire[crashed]],
+        timeout=timeout,
+        extra_env=cpu.sanitizer_env(),
+    )
     report = _asan_summary(run.output, filename)
     if report:
         res.message += f"\nAddressSanitizer, re-running that input: {report}"
-        res.hint = ("An out-of-bounds access: compare every index with the size of the array it "
-                    "indexes, and check the bounds test guards each load and store.")
+        res.hint = (
+            "An out-of-bounds access: compare every index with the size of the array it "
+            "indexes, and check the bounds test guards each load and store."
+        )
 
 
 def _asan_summary(output: str, filename: str) -> str:
@@ -291,8 +379,10 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             what = run.describe_exit() if (run.crashed or run.timed_out) else "returned no result"
             res.shapes.append(ShapeResult(list(case.shape), False, f"the kernel {what}"))
             res.message = _died_message(run, case.shape)
-            res.hint = res.hint or ("A crash is usually an out-of-bounds access (check the bounds tests); "
-                                    "a time-out, a loop that never ends or a barrier some threads never reach.")
+            res.hint = res.hint or (
+                "A crash is usually an out-of-bounds access (check the bounds tests); "
+                "a time-out, a loop that never ends or a barrier some threads never reach."
+            )
             return
         errors = [m["error"] for m, _ in got if "error" in m]
         if errors:
@@ -300,36 +390,47 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"
             res.hint = checks.error_hint(errors[0], case.shape)
             return
-        tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items()
-                           if h != case.digests[k]})
+        tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items() if h != case.digests[k]})
         if tampered:
             res.shapes.append(ShapeResult(list(case.shape), False, f"wrote to its input {', '.join(tampered)}"))
-            res.message = (f"the kernel wrote to its input {' and '.join(tampered)} at shape "
-                           f"{'x'.join(map(str, case.shape))}: inputs are const and must be left as they were.")
-            res.hint = ("Only the output(s) may be written. Look for a store through a const_cast pointer, or "
-                        "an index that runs past the output into another buffer.")
+            res.message = (
+                f"the kernel wrote to its input {' and '.join(tampered)} at shape "
+                f"{'x'.join(map(str, case.shape))}: inputs are const and must be left as they were."
+            )
+            res.hint = (
+                "Only the output(s) may be written. Look for a store through a const_cast pointer, or "
+                "an index that runs past the output into another buffer."
+            )
             return
         outs = [{k: torch.from_numpy(v) for k, v in arrays.items()} for _, arrays in got]
-        runs_problems = [[p for name in case.expected
-                          if (p := checks.compare(case, name, o.get(name, torch.empty(0))))] for o in outs]
+        runs_problems = [
+            [p for name in case.expected if (p := checks.compare(case, name, o.get(name, torch.empty(0))))]
+            for o in outs
+        ]
         problems = runs_problems[0]
         varies = len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:])
         if varies and not all(runs_problems):
             # right in some runs, wrong in others, on the same input: a race
             res.shapes.append(ShapeResult(list(case.shape), False, "result changes between runs"))
-            res.message = (f"at shape {'x'.join(map(str, case.shape))} the result changes from run to run "
-                           "with the same input (right in some runs, wrong in others)")
-            res.hint = ("A race: threads read shared memory that other threads are still writing. "
-                        "Is there a __syncthreads() after loading a tile AND after using it? (Notebook 03, hint 3.)")
+            res.message = (
+                f"at shape {'x'.join(map(str, case.shape))} the result changes from run to run "
+                "with the same input (right in some runs, wrong in others)"
+            )
+            res.hint = (
+                "A race: threads read shared memory that other threads are still writing. "
+                "Is there a __syncthreads() after loading a tile AND after using it? (Notebook 03, hint 3.)"
+            )
             return
         key = tuple(case.shape)
         replayed = bool(problems) and any(ok and _same(prev, outs[0]) for prev, ok in seen.get(key, []))
         seen.setdefault(key, []).append((outs[0], not problems))
         if replayed:
             res.shapes.append(ShapeResult(list(case.shape), False, "replays the answer to an earlier input"))
-            res.message = (f"at shape {'x'.join(map(str, case.shape))} the kernel returned, for a new input, "
-                           "exactly the answer it gave for an earlier input of the same shape: results must "
-                           "be computed from the inputs of each call, not replayed.")
+            res.message = (
+                f"at shape {'x'.join(map(str, case.shape))} the kernel returned, for a new input, "
+                "exactly the answer it gave for an earlier input of the same shape: results must "
+                "be computed from the inputs of each call, not replayed."
+            )
             res.hint = "Do not keep results between calls (static buffers, caches keyed by shape)."
             return
         if problems and varies:
@@ -342,12 +443,15 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             passed_shapes.append(case.shape)
             res.shapes.append(ShapeResult(list(case.shape), True))
     if mismatches:
-        res.message = f"wrong results on {n_wrong_inputs} of {len(cases)} inputs.\n" + \
-            mismatches[0][1].describe(mismatches[0][0])
+        res.message = f"wrong results on {n_wrong_inputs} of {len(cases)} inputs.\n" + mismatches[0][1].describe(
+            mismatches[0][0]
+        )
         res.hint = checks.hint(mismatches, passed_shapes, res.exercise)
         if unstable:
-            res.hint += (" The result also changes from run to run with the same input: a race, or reads "
-                         "outside the matrices (an index past the end reads whatever lies there).")
+            res.hint += (
+                " The result also changes from run to run with the same input: a race, or reads "
+                "outside the matrices (an index past the end reads whatever lies there)."
+            )
         return
     res.correct = True
 
@@ -357,11 +461,15 @@ def _verdict_step(res: Result, step: checks.Case, run: sandbox.ChildRun) -> None
     training step through grader.mlp's layers on them, against the parent's float64 autograd."""
     got = next(((m, a) for m, a in run.messages if m.get("step")), None)
     batch, d_in, hidden, classes = step.shape
-    where = (f"one training step of an MLP {d_in} -> {hidden} -> {hidden} -> {classes} on a batch of {batch} "
-             "(grader/mlp.py: forward gemm_relu, backward relu_backward on forward's mask, gemm for dX and dW)")
-    hint = ("Each launcher passed its own check, so look at what a training step adds: forward's mask must be "
-            "the one relu_backward reads (nothing kept between calls), and gemm is called on transposed, "
-            "non-square operands (dW = X^T . dZ is in x N with K = the batch).")
+    where = (
+        f"one training step of an MLP {d_in} -> {hidden} -> {hidden} -> {classes} on a batch of {batch} "
+        "(grader/mlp.py: forward gemm_relu, backward relu_backward on forward's mask, gemm for dX and dW)"
+    )
+    hint = (
+        "Each launcher passed its own check, so look at what a training step adds: forward's mask must be "
+        "the one relu_backward reads (nothing kept between calls), and gemm is called on transposed, "
+        "non-square operands (dW = X^T . dZ is in x N with K = the batch)."
+    )
     res.correct = False
     if got is None:
         ended = run.describe_exit() if run.crashed or run.timed_out else "sent no result"
@@ -377,9 +485,11 @@ def _verdict_step(res: Result, step: checks.Case, run: sandbox.ChildRun) -> None
     got_arrays = {name: torch.from_numpy(arrays[name]) if name in arrays else torch.empty(0) for name in step.expected}
     problems = [p for name in step.expected if (p := checks.compare(step, name, got_arrays[name]))]
     if tampered or problems:
-        res.message = (f"every launcher is right on its own, but {where} is wrong against float64 autograd:\n"
-                       + (f"the step changed its inputs {', '.join(tampered)}" if tampered else
-                          "\n".join(p.describe(step.shape) for p in problems[:3])))
+        res.message = f"every launcher is right on its own, but {where} is wrong against float64 autograd:\n" + (
+            f"the step changed its inputs {', '.join(tampered)}"
+            if tampered
+            else "\n".join(p.describe(step.shape) for p in problems[:3])
+        )
         res.hint = hint
         return
     res.correct = True
@@ -396,11 +506,14 @@ def _died_message(run: sandbox.ChildRun, shape) -> str:
         runs = sum(1 for m, _ in run.messages if "case" in m)
         return cpu_progress.timeout_message(progress, dims, runs)
     if run.timed_out:
-        return (f"the kernel did not finish at shape {dims}: killed after the time limit (a hang? a loop that "
-                "never ends, in the kernel or in its launcher)")
+        return (
+            f"the kernel did not finish at shape {dims}: killed after the time limit (a hang? a loop that "
+            "never ends, in the kernel or in its launcher)"
+        )
     output = cpu_progress.strip(run.output)
-    return f"the kernel {run.describe_exit()} at shape {dims}" + \
-        (f"; its output ends with:\n{output[-800:]}" if output.strip() else "")
+    return f"the kernel {run.describe_exit()} at shape {dims}" + (
+        f"; its output ends with:\n{output[-800:]}" if output.strip() else ""
+    )
 
 
 OWN_GEMM_SLACK = 1.03  # gemm_relu: the plain `gemm` may be at most this much slower than the fused kernel (noise)
@@ -414,8 +527,10 @@ def plausibility(t: dict, ex: exercises.Exercise, device: dict | None = None) ->
     or a GEMM above the chip's peak FLOP rate, cannot happen."""
     k = t["kernel"]
     if k["host_ms"] > HOST_FACTOR * k["median_ms"] + HOST_SLACK_MS:
-        return (f"the CUDA events saw {k['median_ms']:.3f} ms but the host clock {k['host_ms']:.3f} ms per call "
-                "(is work launched on another stream?)")
+        return (
+            f"the CUDA events saw {k['median_ms']:.3f} ms but the host clock {k['host_ms']:.3f} ms per call "
+            "(is work launched on another stream?)"
+        )
     ref = t.get("cublas") or t.get("torch") or t.get("numpy")
     if ref and ref["median_ms"] / k["median_ms"] > LIBRARY_FACTOR:
         lib = "cuBLAS" if t.get("cublas") else "torch" if t.get("torch") else "numpy"
@@ -434,16 +549,22 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
     if len(timings) != 1 or run.crashed or run.timed_out or run.messages[-1][0] is not timings[0][0]:
         # no timing: it crashed or hung at the timed size, so the kernel is not correct there either
         res.correct = False
-        res.message = (f"correct on the test shapes, but at the timed size {'x'.join(map(str, ex.bench_shape))} "
-                       f"the kernel {run.describe_exit() if run.crashed or run.timed_out else 'sent no timing'}")
-        res.hint = ("It works on the small shapes only: look for a fixed-size array, an int that overflows, "
-                    "or a grid dimension over its limit at the large size.")
+        res.message = (
+            f"correct on the test shapes, but at the timed size {'x'.join(map(str, ex.bench_shape))} "
+            f"the kernel {run.describe_exit() if run.crashed or run.timed_out else 'sent no timing'}"
+        )
+        res.hint = (
+            "It works on the small shapes only: look for a fixed-size array, an int that overflows, "
+            "or a grid dimension over its limit at the large size."
+        )
         return
     meta, _ = timings[0]
     if "timing_error" in meta:
         res.correct = False
-        res.message = (f"correct on the test shapes, but the timed run at "
-                       f"{'x'.join(map(str, ex.bench_shape))} failed: {meta['timing_error']}")
+        res.message = (
+            f"correct on the test shapes, but the timed run at "
+            f"{'x'.join(map(str, ex.bench_shape))} failed: {meta['timing_error']}"
+        )
         return
     if "timing_unavailable" in meta:
         res.message = f"correct on every shape, but not timed: {meta['timing_unavailable']}"
@@ -451,14 +572,18 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
         return
     if meta.get("inputs_changed"):
         res.correct = False
-        res.message = (f"the kernel wrote to its input {' and '.join(meta['inputs_changed'])} during the timed "
-                       "runs: inputs are const and must be left as they were.")
+        res.message = (
+            f"the kernel wrote to its input {' and '.join(meta['inputs_changed'])} during the timed "
+            "runs: inputs are const and must be left as they were."
+        )
         return
     if meta.get("timed_failure"):  # the worker checks every timed round on its fresh inputs
         res.correct = False
         res.message = "correct on the test shapes but wrong in the timed runs, " + meta["timed_failure"]
-        res.hint = ("Each call must compute its result from the inputs it is given now: a result kept from an "
-                    "earlier call, or work skipped when the inputs look unchanged, is wrong here.")
+        res.hint = (
+            "Each call must compute its result from the inputs it is given now: a result kept from an "
+            "earlier call, or work skipped when the inputs look unchanged, is wrong here."
+        )
         return
     t = meta["timing"]
     res.timing = {k: v["median_ms"] for k, v in t.items()}
@@ -470,14 +595,18 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
     implausible = plausibility(t, ex, meta.get("device"))
     if implausible:
         res.message = f"timing is implausible: {implausible}. Not passed."
-        res.hint = ("Launch every kernel on the stream the launcher is given, and do all the work in the "
-                    "launcher's call; the grader times with events on that stream and checks the host clock.")
+        res.hint = (
+            "Launch every kernel on the stream the launcher is given, and do all the work in the "
+            "launcher's call; the grader times with events on that stream and checks the host clock."
+        )
         return
     alone = t.get("gemm_alone")  # gemm_relu: the submission's own GEMM without the epilogue
     if alone and alone["median_ms"] > OWN_GEMM_SLACK * k_ms:
-        res.message = (f"correct, but your `gemm` alone ({alone['median_ms']:.3f} ms) is slower than your fused "
-                       f"gemm_relu ({k_ms:.3f} ms), which does the same GEMM and more. The fusion is measured "
-                       "against your GEMM at full speed: make `gemm` the same kernel without the epilogue. Not passed.")
+        res.message = (
+            f"correct, but your `gemm` alone ({alone['median_ms']:.3f} ms) is slower than your fused "
+            f"gemm_relu ({k_ms:.3f} ms), which does the same GEMM and more. The fusion is measured "
+            "against your GEMM at full speed: make `gemm` the same kernel without the epilogue. Not passed."
+        )
         res.hint = ex.slow_hint
         return
     res.passed = res.speedup is None or res.speedup >= ex.threshold
@@ -485,8 +614,11 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
     if not res.passed:
         res.hint = ex.slow_hint
     baseline = "your gemm + a separate bias/ReLU/mask pass" if alone else f"the baseline {ex.baseline}"
-    res.message = (f"correct; {verdict}: {res.speedup:.2f}x {baseline} "
-                   f"(threshold {ex.threshold:.2f}x)" + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else "")
-                   + (f", {100 * t['numpy']['median_ms'] / k_ms:.0f}% of numpy's speed" if t.get("numpy") else "")
-                   + (f"; the fused kernel takes {k_ms / alone['median_ms']:.3f}x your GEMM alone" if alone else "")
-                   + (f"; thresholds: {res.calibration}" if res.calibration else ""))
+    res.message = (
+        f"correct; {verdict}: {res.speedup:.2f}x {baseline} "
+        f"(threshold {ex.threshold:.2f}x)"
+        + (f", {res.pct_cublas:.0f}% of cuBLAS" if res.pct_cublas else "")
+        + (f", {100 * t['numpy']['median_ms'] / k_ms:.0f}% of numpy's speed" if t.get("numpy") else "")
+        + (f"; the fused kernel takes {k_ms / alone['median_ms']:.3f}x your GEMM alone" if alone else "")
+        + (f"; thresholds: {res.calibration}" if res.calibration else "")
+    )

@@ -10,6 +10,7 @@ optimised build of the submission against its baseline (kernels/00_cpu_naive.cu)
 child, on inputs redrawn before every round and checked after it (worker.FreshRounds): the same
 rules as the GPU timing, with a monotonic clock instead of CUDA events. Timed on any machine.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -44,8 +45,10 @@ def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: floa
         raise CannotGrade(f"{GXX} not found: the CPU exercises need a C++ compiler (g++).")
     timeout = timeout or toolchain.COMPILE_TIMEOUT_S
     # -march=native code runs only on this kind of CPU: a cache shared between machines keys on it
-    ident = (f"host {GXX} {' '.join(HOST_FLAGS)} {_gxx_version()} {cpu_name()} {os.uname().machine} "
-             f"linkcheck {linkcheck.VERSION}")
+    ident = (
+        f"host {GXX} {' '.join(HOST_FLAGS)} {_gxx_version()} {cpu_name()} {os.uname().machine} "
+        f"linkcheck {linkcheck.VERSION}"
+    )
     key = toolchain._key("host", ident, exercise, filename, source)
     out = toolchain.cache_dir() / "host" / key / "kernel.so"
     if out.exists():
@@ -119,9 +122,15 @@ def load(source_or_path, exercise: str = "cpu_blocked") -> HostGemm:
     return HostGemm(build(source, exercise, filename), exercise)
 
 
-def time_calls(fns: dict[str, Callable[[], object]], *, min_runs: int = 3, max_runs: int = 25,
-               max_seconds: float = 6.0, before_round: Callable[[], object] | None = None,
-               after_round: Callable[[], bool] | None = None) -> dict:
+def time_calls(
+    fns: dict[str, Callable[[], object]],
+    *,
+    min_runs: int = 3,
+    max_runs: int = 25,
+    max_seconds: float = 6.0,
+    before_round: Callable[[], object] | None = None,
+    after_round: Callable[[], bool] | None = None,
+) -> dict:
     """Median wall-clock time of each function in ms, round-robin in this process (drift such as a
     neighbour's load or the CPU's clock hits every function alike), after one warm-up call each.
     before_round/after_round run outside the timed calls (the grader redraws inputs and checks
@@ -162,12 +171,15 @@ def time_kernels(req: dict, exercise: str) -> tuple[dict, object]:
     c_mine = torch.empty(m, n).view(torch.int32).fill_(_poison_word(torch.float32)).view(torch.float32)
     c_base, c_np = torch.empty(m, n), np.empty((m, n), dtype=np.float32)
     a_np, b_np = ins["A"].numpy(), ins["B"].numpy()  # views: redrawn in place with the tensors
-    calls = {"kernel": lambda: mine.raw(ins["A"], ins["B"], c_mine),
-             "baseline": lambda: base.raw(ins["A"], ins["B"], c_base),
-             "numpy": lambda: np.matmul(a_np, b_np, out=c_np)}
+    calls = {
+        "kernel": lambda: mine.raw(ins["A"], ins["B"], c_mine),
+        "baseline": lambda: base.raw(ins["A"], ins["B"], c_base),
+        "numpy": lambda: np.matmul(a_np, b_np, out=c_np),
+    }
     rounds = FreshRounds(exercise, shape, ins, {"C": c_mine}, req["seed"])
-    times = time_calls(calls, max_seconds=req.get("max_seconds", 6.0), before_round=rounds.refresh,
-                       after_round=rounds.check)
+    times = time_calls(
+        calls, max_seconds=req.get("max_seconds", 6.0), before_round=rounds.refresh, after_round=rounds.check
+    )
     return {k: t.as_dict() for k, t in times.items()}, rounds
 
 
@@ -176,8 +188,13 @@ def timing_request(ex, source: str, filename: str, timeout: float | None = None)
     baseline, the shape and a fresh seed. Raises CompileError when the submission does not build."""
     lib = build(source, ex.name, filename, timeout)
     base = build(ex.baseline_path.read_text(), ex.baseline_exercise, ex.baseline, timeout)
-    return {"host": True, "shape": list(ex.bench_shape), "seed": secrets.randbits(62),
-            "lib": str(lib), "baseline_lib": str(base)}
+    return {
+        "host": True,
+        "shape": list(ex.bench_shape),
+        "seed": secrets.randbits(62),
+        "lib": str(lib),
+        "baseline_lib": str(base),
+    }
 
 
 def median_ms(fn: Callable[[], object], repeat: int = 5) -> float:

@@ -6,6 +6,7 @@ The CPU backend (grader.cpu) builds with GCC's own flags and ThreadSanitizer hoo
 unknown argument ..." about a kernel that is fine. A missing or unusable compiler is the
 machine's problem, so it is "could not grade" (exit 2), with the fix.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,16 +24,17 @@ MIN_GCC = 11  # -fdiagnostics-plain-output
 
 @dataclass(frozen=True)
 class Compiler:
-    command: str            # what the CPU backend runs: $CXX, else g++
-    path: str | None        # where it was found on PATH (None: not found)
-    version: str            # the first line of `--version`
-    kind: str               # "gcc", "clang", "unknown" or "missing"
-    major: int | None       # GCC's major version
+    command: str  # what the CPU backend runs: $CXX, else g++
+    path: str | None  # where it was found on PATH (None: not found)
+    version: str  # the first line of `--version`
+    kind: str  # "gcc", "clang", "unknown" or "missing"
+    major: int | None  # GCC's major version
 
 
 def command() -> str:
     """The compiler the CPU backend runs (grader.cpu.build reads $CXX the same way)."""
     from .cpu import build
+
     return build.GXX
 
 
@@ -63,10 +65,14 @@ def current() -> Compiler:
 
 def install_hint() -> str:
     if platform.system() == "Darwin":
-        return ("on macOS the CPU backend is not available (its g++ is Apple clang, and GCC's ThreadSanitizer "
-                "hooks it needs are Linux-only): use Colab, a Linux machine, or a Linux container (Docker)")
-    return ("install GCC: sudo apt install g++ (Debian/Ubuntu), sudo dnf install gcc-c++ (Fedora), "
-            "or conda install -c conda-forge gxx")
+        return (
+            "on macOS the CPU backend is not available (its g++ is Apple clang, and GCC's ThreadSanitizer "
+            "hooks it needs are Linux-only): use Colab, a Linux machine, or a Linux container (Docker)"
+        )
+    return (
+        "install GCC: sudo apt install g++ (Debian/Ubuntu), sudo dnf install gcc-c++ (Fedora), "
+        "or conda install -c conda-forge gxx"
+    )
 
 
 def problem(c: Compiler | None = None) -> str | None:
@@ -75,20 +81,29 @@ def problem(c: Compiler | None = None) -> str | None:
     named = "$CXX" if os.environ.get("CXX") else "g++"
     if c.kind == "missing":
         if os.environ.get("CXX"):
-            return (f"$CXX is {c.command!r}, which is not on PATH: the CPU backend needs g++ (GCC {MIN_GCC}+). "
-                    f"Unset CXX or set CXX=g++; if there is no g++, {install_hint()}.")
+            return (
+                f"$CXX is {c.command!r}, which is not on PATH: the CPU backend needs g++ (GCC {MIN_GCC}+). "
+                f"Unset CXX or set CXX=g++; if there is no g++, {install_hint()}."
+            )
         return f"no C++ compiler (g++ not found): the CPU backend needs g++ (GCC {MIN_GCC}+); {install_hint()}."
     if c.kind == "clang":
-        return (f"{named} is clang ({c.version}): the CPU backend needs GCC {MIN_GCC}+ (it uses GCC-only flags "
-                f"and GCC's ThreadSanitizer hooks, which clang does not accept). "
-                + ("Set CXX=g++ (unset CXX) where g++ is GCC; otherwise " if os.environ.get("CXX") else "")
-                + install_hint() + ".")
+        return (
+            f"{named} is clang ({c.version}): the CPU backend needs GCC {MIN_GCC}+ (it uses GCC-only flags "
+            f"and GCC's ThreadSanitizer hooks, which clang does not accept). "
+            + ("Set CXX=g++ (unset CXX) where g++ is GCC; otherwise " if os.environ.get("CXX") else "")
+            + install_hint()
+            + "."
+        )
     if c.kind == "gcc" and c.major is not None and c.major < MIN_GCC:
-        return (f"{named} is GCC {c.major} ({c.version}): the CPU backend needs GCC {MIN_GCC} or newer; "
-                f"{install_hint()}, or set CXX to a newer g++ (e.g. CXX=g++-12).")
+        return (
+            f"{named} is GCC {c.major} ({c.version}): the CPU backend needs GCC {MIN_GCC} or newer; "
+            f"{install_hint()}, or set CXX to a newer g++ (e.g. CXX=g++-12)."
+        )
     if c.kind == "unknown":
-        return (f"{named} ({c.path}) does not say it is GCC ({c.version or 'no --version output'}): the CPU "
-                f"backend needs GCC {MIN_GCC}+; set CXX=g++.")
+        return (
+            f"{named} ({c.path}) does not say it is GCC ({c.version or 'no --version output'}): the CPU "
+            f"backend needs GCC {MIN_GCC}+; set CXX=g++."
+        )
     return None
 
 

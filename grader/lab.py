@@ -6,6 +6,7 @@ notebooks' first cell.
     lab.measured_tflops({"naive (01)": "naive"})   # the committed H200 figures
     lab.time_gemms({"mine": mod}, 2048)            # GPU only: timed now, against cuBLAS
 """
+
 from __future__ import annotations
 
 import os
@@ -27,6 +28,7 @@ def repository() -> str:
         if m:
             return m.group(1)
     from importlib import metadata
+
     try:
         for entry in metadata.metadata(DIST).get_all("Project-URL") or []:
             label, _, url = entry.partition(",")
@@ -52,10 +54,19 @@ def colab_links(notebooks_dir: Path | None = None) -> str:
     """The README's block of Open-in-Colab links, one per notebook in notebooks/."""
     folder = notebooks_dir or Path(__file__).resolve().parent.parent / "notebooks"
     badge = "https://colab.research.google.com/assets/colab-badge.svg"
-    rows = [f"| {p.stem} | [![Open In Colab]({badge})]({colab_url(f'notebooks/{p.name}')}) |"
-            for p in sorted(folder.glob("*.ipynb"))]
-    return "\n".join(["<!-- colab: python -m grader.lab --write-readme -->", "| notebook | Colab |", "|---|---|",
-                      *rows, "<!-- /colab -->"])
+    rows = [
+        f"| {p.stem} | [![Open In Colab]({badge})]({colab_url(f'notebooks/{p.name}')}) |"
+        for p in sorted(folder.glob("*.ipynb"))
+    ]
+    return "\n".join(
+        [
+            "<!-- colab: python -m grader.lab --write-readme -->",
+            "| notebook | Colab |",
+            "|---|---|",
+            *rows,
+            "<!-- /colab -->",
+        ]
+    )
 
 
 def _write_readme(readme: Path) -> bool:
@@ -81,11 +92,11 @@ def setup_cell(repo: str | None = None, branch: str = BRANCH) -> str:
         "    import grader\n"
         "except ImportError:\n"
         "    import importlib, pathlib, subprocess, sys\n"
-        "    if (pathlib.Path.cwd().parent / \"grader\").is_dir():  # a checkout without `pip install -e .`\n"
+        '    if (pathlib.Path.cwd().parent / "grader").is_dir():  # a checkout without `pip install -e .`\n'
         "        sys.path.insert(0, str(pathlib.Path.cwd().parent))\n"
         "    else:\n"
-        "        subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", "
-        f"\"{install_url(repo, branch)}\"], check=True)\n"
+        '        subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
+        f'"{install_url(repo, branch)}"], check=True)\n'
         "    importlib.invalidate_caches()\n"
         "    import grader\n"
         "from grader.lab import setup\n"
@@ -118,11 +129,16 @@ def setup(verbose: bool = True) -> str:
         major, minor = torch.cuda.get_device_capability()
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")
         from . import toolchain
-        line = (f"backend: cuda{where} ({torch.cuda.get_device_name()}, sm_{major}{minor}; torch {torch.__version__}, "
-                f"nvcc {toolchain.nvcc_version() or 'not found'}): correctness and speed")
+
+        line = (
+            f"backend: cuda{where} ({torch.cuda.get_device_name()}, sm_{major}{minor}; torch {torch.__version__}, "
+            f"nvcc {toolchain.nvcc_version() or 'not found'}): correctness and speed"
+        )
     else:
-        line = (f"backend: cpu{where} (no GPU visible to torch {torch.__version__}): correctness only, no timing; "
-                "the figures quoted are the committed H200 runs")
+        line = (
+            f"backend: cpu{where} (no GPU visible to torch {torch.__version__}): correctness only, no timing; "
+            "the figures quoted are the committed H200 runs"
+        )
     if verbose:
         print(line)
         problem = hostcc.problem()
@@ -134,6 +150,7 @@ def setup(verbose: bool = True) -> str:
 def measured_tflops(names: dict[str, str], shape: str = "4096x4096x4096") -> dict[str, float]:
     """{label: TFLOP/s} from kernels/results/h200.json for {label: kernel name in the bench}, when measured."""
     from .plots import h200_results
+
     rows = {r["kernel"]: r["tflops"] for r in h200_results("gemm", shape)}
     return {label: rows[k] for label, k in names.items() if k in rows}
 
@@ -143,6 +160,7 @@ def time_gemms(kernels: dict, n: int) -> dict[str, float]:
     round-robin with grader.timing.time_gpu (events, L2 flush, medians)."""
     import torch
     from .timing import time_gpu, tflops
+
     torch.backends.cuda.matmul.allow_tf32 = False
     A, B = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
     C = torch.empty(n, n, device="cuda")
@@ -158,8 +176,9 @@ def _first_line(error: Exception | str) -> str:
     return (str(error).strip() or type(error).__name__).splitlines()[0]
 
 
-def _yours_else_reference(cells: dict[str, str], reference: Path, join, problem, yours: str,
-                          folder=None) -> tuple[str, str]:
+def _yours_else_reference(
+    cells: dict[str, str], reference: Path, join, problem, yours: str, folder=None
+) -> tuple[str, str]:
     """(kernel file, where it came from): the kernel cells `cells` ({notebook: exercise}) of the notebooks
     in `folder` (default: the working directory, the notebook's own), read by the grader's own parser and
     joined into one file by `join({notebook: file})`, when `problem(file)` finds nothing wrong (None);
@@ -194,10 +213,14 @@ def register_blocked_source(folder=None) -> tuple[str, str]:
             return f"your notebook 05 kernel cannot be checked here: {_first_line(e)}"
         return None if result.correct else f"your notebook 05 kernel fails the check: {_first_line(result.message)}"
 
-    return _yours_else_reference({"05_register_blocking.ipynb": "register_blocked"},
-                                 exercises.EXERCISES["register_blocked"].reference_path,
-                                 lambda found: next(iter(found.values())), problem,
-                                 "your notebook 05 kernel (its register_blocked cell passes the correctness check)", folder)
+    return _yours_else_reference(
+        {"05_register_blocking.ipynb": "register_blocked"},
+        exercises.EXERCISES["register_blocked"].reference_path,
+        lambda found: next(iter(found.values())),
+        problem,
+        "your notebook 05 kernel (its register_blocked cell passes the correctness check)",
+        folder,
+    )
 
 
 def gemm_relu_scaffold(gemm_file: str) -> str:
@@ -246,10 +269,14 @@ def start_gemm_relu(folder=None) -> str:
     cell = gemm_relu_scaffold(gemm)
     print(f"starting from {where}")
     if offer_cell(cell):
-        print("Written into a new cell below this one: do the exercise there, and delete the placeholder "
-              "`# kernel: gemm_relu` cell under it (the grader grades a notebook's last kernel cell).")
-    print("No new cell? This front end ignores cells written from code: print the text this returns and "
-          "paste it into a new code cell.")
+        print(
+            "Written into a new cell below this one: do the exercise there, and delete the placeholder "
+            "`# kernel: gemm_relu` cell under it (the grader grades a notebook's last kernel cell)."
+        )
+    print(
+        "No new cell? This front end ignores cells written from code: print the text this returns and "
+        "paste it into a new code cell."
+    )
     return cell
 
 
@@ -271,9 +298,14 @@ def mlp_step_source(folder=None) -> tuple[str, str]:
 
     def join(found: dict[str, str]) -> str:
         heads = dict.fromkeys(h.strip() for src in found.values() for h in include.findall(src))
-        return "\n".join(heads) + "\n" + "".join(
-            f"\nnamespace notebook{name[:2]} {{  // {name}'s kernel cell\n{include.sub('', src).strip()}\n}}\n"
-            for name, src in found.items())
+        return (
+            "\n".join(heads)
+            + "\n"
+            + "".join(
+                f"\nnamespace notebook{name[:2]} {{  // {name}'s kernel cell\n{include.sub('', src).strip()}\n}}\n"
+                for name, src in found.items()
+            )
+        )
 
     def problem(source: str) -> str | None:
         try:
@@ -282,9 +314,14 @@ def mlp_step_source(folder=None) -> tuple[str, str]:
             return f"yours do not build together: {_first_line(e)}"
         return None
 
-    return _yours_else_reference({"07_fused_epilogue.ipynb": "gemm_relu", "06_relu_mask.ipynb": "relu_mask"},
-                                 exercises.EXERCISES["mlp_step"].reference_path, join, problem,
-                                 "your notebooks 07 (gemm_relu, gemm) and 06 (relu_backward)", folder)
+    return _yours_else_reference(
+        {"07_fused_epilogue.ipynb": "gemm_relu", "06_relu_mask.ipynb": "relu_mask"},
+        exercises.EXERCISES["mlp_step"].reference_path,
+        join,
+        problem,
+        "your notebooks 07 (gemm_relu, gemm) and 06 (relu_backward)",
+        folder,
+    )
 
 
 TRAINING_RESULTS = "h200_training.json"  # python benchmarks/gpu_training.py --save kernels/results/h200_training.json
@@ -295,6 +332,7 @@ def training_measured() -> dict | None:
     import json
 
     from .plots import RESULTS_DIR
+
     path = RESULTS_DIR / TRAINING_RESULTS
     return json.loads(path.read_text()) if path.is_file() else None
 
@@ -303,11 +341,18 @@ def training_measured() -> dict | None:
 # kernel file's launchers are timed with CUDA events of their own (grader.mlp.Launchers.events): the
 # profiler may not tie kernels launched from the file's own CUDA runtime to the op that launched them
 STEP_PARTS = (
-    ("aten::addmm", "cuBLAS GEMM"), ("aten::mm", "cuBLAS GEMM"),
-    ("aten::relu", "ReLU (torch)"), ("aten::clamp", "ReLU (torch)"),
-    ("aten::threshold_backward", "ReLU backward (torch)"), ("aten::sum", "bias gradients (sums)"),
-    ("aten::copy_", "transposes (copies)"), ("aten::clone", "transposes (copies)"),
-    ("softmax", "loss"), ("nll_loss", "loss"), ("aten::_foreach", "Adam"), ("adam", "Adam"),
+    ("aten::addmm", "cuBLAS GEMM"),
+    ("aten::mm", "cuBLAS GEMM"),
+    ("aten::relu", "ReLU (torch)"),
+    ("aten::clamp", "ReLU (torch)"),
+    ("aten::threshold_backward", "ReLU backward (torch)"),
+    ("aten::sum", "bias gradients (sums)"),
+    ("aten::copy_", "transposes (copies)"),
+    ("aten::clone", "transposes (copies)"),
+    ("softmax", "loss"),
+    ("nll_loss", "loss"),
+    ("aten::_foreach", "Adam"),
+    ("adam", "Adam"),
 )
 
 
@@ -330,8 +375,11 @@ def measure_training(model, X, y, seconds: float = 5.0, profile_steps: int = 5) 
     from .timing import time_gpu
 
     torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMMs, as the course's kernels
-    with_torch_gemm = mlp.MLP(mlp.Launchers(model.k.mod, torch_gemm=True), layer=model.layer,
-                              sizes=[model.weights[0].shape[0]] + [w.shape[1] for w in model.weights])
+    with_torch_gemm = mlp.MLP(
+        mlp.Launchers(model.k.mod, torch_gemm=True),
+        layer=model.layer,
+        sizes=[model.weights[0].shape[0]] + [w.shape[1] for w in model.weights],
+    )
     with_torch_gemm.load_state_dict(model.state_dict())
     models = {"yours": model, "yours, torch's GEMMs": with_torch_gemm, "nn.Linear + nn.ReLU": mlp.torch_twin(model)}
     steps = {}
@@ -343,6 +391,7 @@ def measure_training(model, X, y, seconds: float = 5.0, profile_steps: int = 5) 
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+
         steps[name] = step
     times = time_gpu(steps, max_seconds=seconds)
     memory, parts = {}, {}
@@ -352,8 +401,10 @@ def measure_training(model, X, y, seconds: float = 5.0, profile_steps: int = 5) 
         torch.cuda.reset_peak_memory_stats()
         loss = F.cross_entropy(m(X), y)
         torch.cuda.synchronize()
-        memory[name] = {"kept_MB": (torch.cuda.memory_allocated() - base) / 1e6,
-                        "peak_MB": (torch.cuda.max_memory_allocated() - base) / 1e6}
+        memory[name] = {
+            "kept_MB": (torch.cuda.memory_allocated() - base) / 1e6,
+            "peak_MB": (torch.cuda.max_memory_allocated() - base) / 1e6,
+        }
         loss.backward()
         del loss
         launchers = getattr(m, "k", None)
@@ -373,39 +424,57 @@ def measure_training(model, X, y, seconds: float = 5.0, profile_steps: int = 5) 
                 share[_part(e.key)] = share.get(_part(e.key), 0.0) + e.self_device_time_total / 1e3 / profile_steps
         parts[name] = {part: round(ms, 4) for part, ms in sorted(share.items(), key=lambda kv: -kv[1])}
     saved = mlp.saved_bytes(model, X, y)
-    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "sizes": [model.weights[0].shape[0]] + [w.shape[1] for w in model.weights], "batch": len(X),
-            "step_ms": {k: t.median_ms for k, t in times.items()},
-            "step_ms_p10_p90": {k: [t.p10_ms, t.p90_ms] for k, t in times.items()},
-            "memory": memory, "saved_bytes": saved, "step_parts_ms": parts}
+    return {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "sizes": [model.weights[0].shape[0]] + [w.shape[1] for w in model.weights],
+        "batch": len(X),
+        "step_ms": {k: t.median_ms for k, t in times.items()},
+        "step_ms_p10_p90": {k: [t.p10_ms, t.p90_ms] for k, t in times.items()},
+        "memory": memory,
+        "saved_bytes": saved,
+        "step_parts_ms": parts,
+    }
 
 
 def train_digits(k, hidden: int, steps: int, batch: int = 128) -> dict:
     """benchmarks/gpu_training.py's record of grader.mlp.train_digits: its figures, no model."""
     from . import mlp
+
     r = mlp.train_digits(k, hidden, steps, batch)
-    return {"sizes": r["sizes"], "steps": steps, "batch": batch, "test_accuracy": r["test_accuracy"],
-            "final_loss": r["losses"][-1]}
+    return {
+        "sizes": r["sizes"],
+        "steps": steps,
+        "batch": batch,
+        "test_accuracy": r["test_accuracy"],
+        "final_loss": r["losses"][-1],
+    }
 
 
 def training_table(r: dict) -> str:
     """measure_training's (or the committed JSON's) figures as a few lines of text."""
     sizes = " -> ".join(map(str, r["sizes"]))
     when = f", {r['date']}" if "date" in r else ""
-    lines = [f"{r['gpu']}, MLP {sizes}, batch {r['batch']} (torch {r['torch']}{when})",
-             f"{'':<24}{'step ms':>9}{'kept MB':>10}{'peak MB':>10}"]
+    lines = [
+        f"{r['gpu']}, MLP {sizes}, batch {r['batch']} (torch {r['torch']}{when})",
+        f"{'':<24}{'step ms':>9}{'kept MB':>10}{'peak MB':>10}",
+    ]
     for name, ms in r["step_ms"].items():
         mem = r["memory"][name]
         lines.append(f"{name:<24}{ms:>9.3f}{mem['kept_MB']:>10.1f}{mem['peak_MB']:>10.1f}")
     s = r["saved_bytes"]
     ours, theirs = s["yours"], s["nn.Linear + nn.ReLU"]
-    lines.append(f"saved for backward: one ReLU {ours['one ReLU'] / 1e6:.2f} MB (mask) vs "
-                 f"{theirs['one ReLU'] / 1e6:.2f} MB (Y), 1/{theirs['one ReLU'] / ours['one ReLU']:.0f}; "
-                 f"all activations {ours['activations'] / 1e6:.1f} vs {theirs['activations'] / 1e6:.1f} MB")
+    lines.append(
+        f"saved for backward: one ReLU {ours['one ReLU'] / 1e6:.2f} MB (mask) vs "
+        f"{theirs['one ReLU'] / 1e6:.2f} MB (Y), 1/{theirs['one ReLU'] / ours['one ReLU']:.0f}; "
+        f"all activations {ours['activations'] / 1e6:.1f} vs {theirs['activations'] / 1e6:.1f} MB"
+    )
     if "digits" in r:
         d = r["digits"]
-        lines.append(f"digits, MLP {' -> '.join(map(str, d['sizes']))}, {d['steps']} steps of {d['batch']}: "
-                     f"test accuracy {100 * d['test_accuracy']:.1f} %")
+        lines.append(
+            f"digits, MLP {' -> '.join(map(str, d['sizes']))}, {d['steps']} steps of {d['batch']}: "
+            f"test accuracy {100 * d['test_accuracy']:.1f} %"
+        )
     return "\n".join(lines)
 
 
@@ -431,7 +500,7 @@ def replace_bootstrap(source: str) -> str:
     `BACKEND = grader.resolve_backend()` and its backend print) goes."""
     lines = source.split("\n")
     if "BACKEND = setup()" in lines:  # an earlier setup_cell(): keep what follows it
-        rest = lines[lines.index("BACKEND = setup()") + 1:]
+        rest = lines[lines.index("BACKEND = setup()") + 1 :]
     else:
         rest, in_try = [], False
         for n, line in enumerate(lines):

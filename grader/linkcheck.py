@@ -25,6 +25,7 @@ code can still reach library code through pointer arithmetic (from the address o
 or jump into the middle of its own instructions; a static check cannot follow that. The process
 boundary (grader/sandbox.py) and, for untrusted classes, a container are the boundary there.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,10 +47,12 @@ def _names(*groups: str) -> str:
     return "|".join(n for g in groups for n in g.split())
 
 
-_LIBM = ("acos asin atan atan2 cos sin tan sincos acosh asinh atanh cosh sinh tanh exp exp2 exp10 expm1 log log10 "
-         "log2 log1p logb ilogb pow sqrt rsqrt cbrt hypot erf erfc tgamma lgamma ceil floor trunc round lround "
-         "llround rint lrint llrint nearbyint fmod remainder remquo fma fmax fmin fdim fabs copysign nan nextafter "
-         "nexttoward frexp ldexp modf scalbn scalbln significand")
+_LIBM = (
+    "acos asin atan atan2 cos sin tan sincos acosh asinh atanh cosh sinh tanh exp exp2 exp10 expm1 log log10 "
+    "log2 log1p logb ilogb pow sqrt rsqrt cbrt hypot erf erfc tgamma lgamma ceil floor trunc round lround "
+    "llround rint lrint llrint nearbyint fmod remainder remquo fma fmax fmin fdim fabs copysign nan nextafter "
+    "nexttoward frexp ldexp modf scalbn scalbln significand"
+)
 # Both backends. Mangled names (C++ runtime) and C names, matched whole.
 _COMMON = [
     # what the compiler and the C/C++ runtime need to run any code
@@ -91,7 +94,8 @@ _CUDA = [
     r"__cuda(RegisterFatBinary(End)?|UnregisterFatBinary|RegisterFunction|RegisterVar|RegisterManagedVar"
     r"|RegisterTexture|RegisterSurface|RegisterLinkedBinary\w*|InitModule|PushCallConfiguration"
     r"|PopCallConfiguration|LaunchKernel\w*|GetKernel)",
-    r"cuda(" + _names(
+    r"cuda("
+    + _names(
         "Malloc MallocAsync MallocPitch MallocManaged MallocHost HostAlloc Free FreeAsync FreeHost MemGetInfo",
         "Memcpy MemcpyAsync Memcpy2D Memcpy2DAsync MemcpyToSymbol MemcpyToSymbolAsync MemcpyFromSymbol",
         "MemcpyFromSymbolAsync Memset MemsetAsync Memset2D Memset2DAsync MemPrefetchAsync GetSymbolAddress",
@@ -105,31 +109,40 @@ _CUDA = [
         "FuncSetAttribute FuncGetAttributes FuncSetCacheConfig FuncSetSharedMemConfig FuncGetName",
         "OccupancyMaxActiveBlocksPerMultiprocessor OccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
         "OccupancyMaxPotentialBlockSize OccupancyAvailableDynamicSMemPerBlock OccupancyMaxActiveClusters",
-        "LaunchKernel LaunchKernelExC LaunchCooperativeKernel GetFuncBySymbol GetKernel") + r")(_v\d+)?(_ptds|_ptsz)?",
+        "LaunchKernel LaunchKernelExC LaunchCooperativeKernel GetFuncBySymbol GetKernel",
+    )
+    + r")(_v\d+)?(_ptds|_ptsz)?",
 ]
 # The CPU backend's build adds ThreadSanitizer hooks (the race detector), bounds/alignment checks and,
 # for the re-run of a crash, AddressSanitizer: the calls its instrumentation emits. The emulation's own
 # entry points (what cuda_emu.h declares for kernels) are added per build; its internals are not.
-_CPU = [r"__tsan_(init|func_entry|func_exit|(unaligned_)?(read|write)\d+|(read|write)_range|vptr_update|vptr_read"
-        r"|atomic\w+)|__ubsan_handle_\w+",
-        r"__asan_(report|load|store|init|version_mismatch_check|register|unregister|stack_malloc|stack_free"
-        r"|option_detect|handle_no_return|memcpy|memset|memmove|poison|unpoison|before_dynamic_init"
-        r"|after_dynamic_init|alloca_poison|allocas_unpoison|shadow_memory_dynamic_address|exp_)\w*"]
+_CPU = [
+    r"__tsan_(init|func_entry|func_exit|(unaligned_)?(read|write)\d+|(read|write)_range|vptr_update|vptr_read"
+    r"|atomic\w+)|__ubsan_handle_\w+",
+    r"__asan_(report|load|store|init|version_mismatch_check|register|unregister|stack_malloc|stack_free"
+    r"|option_detect|handle_no_return|memcpy|memset|memmove|poison|unpoison|before_dynamic_init"
+    r"|after_dynamic_init|alloca_poison|allocas_unpoison|shadow_memory_dynamic_address|exp_)\w*",
+]
 
-_ALLOWED = {b: re.compile("|".join(f"(?:{p})" for p in _COMMON + extra)) for b, extra in
-            (("cuda", _CUDA), ("cpu", _CPU))}
-_HOST_TRAPS = re.compile(r"(?:^|\s)(syscall|sysenter|sysexit|sysret\w*|int|int1|into|lcall\w*|ljmp\w*|lret\w*"
-                         r"|iret\w*|svc|hvc|smc)(?=\s|$)")
+_ALLOWED = {
+    b: re.compile("|".join(f"(?:{p})" for p in _COMMON + extra)) for b, extra in (("cuda", _CUDA), ("cpu", _CPU))
+}
+_HOST_TRAPS = re.compile(
+    r"(?:^|\s)(syscall|sysenter|sysexit|sysret\w*|int|int1|into|lcall\w*|ljmp\w*|lret\w*"
+    r"|iret\w*|svc|hvc|smc)(?=\s|$)"
+)
 _RUNTIME_DEFINITION = re.compile(r"__cuda\w+|cuda[A-Z]\w*")
 _WHY_CALL = "not on the allow-list"
-_ALLOW_LIST = ("Not on the allow-list of what a kernel file may call: the CUDA runtime's memory, launch, error and "
-               "device-query calls; printf and stdio output; memory and string functions; the math library. "
-               "A function of your own must be defined in the file.")
+_ALLOW_LIST = (
+    "Not on the allow-list of what a kernel file may call: the CUDA runtime's memory, launch, error and "
+    "device-query calls; printf and stdio output; memory and string functions; the math library. "
+    "A function of your own must be defined in the file."
+)
 
 
 def allowed(name: str, backend: str, runtime: frozenset[str] = frozenset()) -> bool:
     """Whether a kernel file built for `backend` may leave `name` (a mangled symbol) undefined."""
-    base = name.split("@", 1)[0]   # foo@GLIBC_2.2.5: a versioned reference is the function all the same
+    base = name.split("@", 1)[0]  # foo@GLIBC_2.2.5: a versioned reference is the function all the same
     return base in runtime or _ALLOWED[backend].fullmatch(base) is not None
 
 
@@ -137,15 +150,22 @@ def allowed(name: str, backend: str, runtime: frozenset[str] = frozenset()) -> b
 def _objdump() -> str:
     tool = shutil.which("objdump")
     if not tool:
-        raise CannotGrade("objdump (binutils) is needed to check what a built kernel calls: install binutils "
-                          "(it comes with g++ on most systems).")
+        raise CannotGrade(
+            "objdump (binutils) is needed to check what a built kernel calls: install binutils "
+            "(it comes with g++ on most systems)."
+        )
     return tool
 
 
 def _dump(path: Path, *flags: str) -> str:
     try:
-        proc = subprocess.run([_objdump(), *flags, "-w", str(path)], capture_output=True, text=True,
-                              errors="replace", timeout=OBJDUMP_TIMEOUT_S)
+        proc = subprocess.run(
+            [_objdump(), *flags, "-w", str(path)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=OBJDUMP_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         raise CannotGrade(f"objdump did not read {path.name} within {OBJDUMP_TIMEOUT_S} s") from None
     if proc.returncode != 0:
@@ -215,6 +235,7 @@ class _Code:
     """What the disassembly (`objdump -d -r -l`) says: for each symbol the code refers to, where it first
     does ('mine.cu:12' when the object has line tables, else 'in f()'); each function's references and
     calls; every system-call or far-transfer instruction as (mnemonic, where)."""
+
     refs: dict[str, str] = field(default_factory=dict)
     by_function: dict[str, set[str]] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
@@ -256,8 +277,11 @@ def _device_stubs_only(name: str, code: _Code, sections: set[str]) -> bool:
     """nvcc compiles every external __device__ function for the host as a stub that calls exit(1): `exit` is
     fine when only such stubs (functions whose one call and one reference is exit) refer to it, from code."""
     users = [f for f, syms in code.by_function.items() if name in syms]
-    return bool(users) and all(s.startswith(".text") for s in sections) and \
-        all(code.by_function[f] == {name} and code.calls.get(f) == 1 for f in users)
+    return (
+        bool(users)
+        and all(s.startswith(".text") for s in sections)
+        and all(code.by_function[f] == {name} and code.calls.get(f) == 1 for f in users)
+    )
 
 
 def _demangle(names: list[str]) -> dict[str, str]:
@@ -273,8 +297,7 @@ def _demangle(names: list[str]) -> dict[str, str]:
     return {n: pretty.get(n, n) for n in names}
 
 
-def check(obj: Path, backend: str, filename: str = "kernel.cu",
-          runtime: frozenset[str] = frozenset()) -> list[Problem]:
+def check(obj: Path, backend: str, filename: str = "kernel.cu", runtime: frozenset[str] = frozenset()) -> list[Problem]:
     """What the object `obj` (a kernel file's own translation unit) does that a kernel file may not.
 
     runtime: symbols the backend's runtime defines (the CPU backend's entry points), allowed too.
@@ -284,8 +307,14 @@ def check(obj: Path, backend: str, filename: str = "kernel.cu",
     undefined, defined = _symbols(table)
     sections = _relocations(table)
     code = _code(_dump(obj, "-d", "-r", "-l", "--no-show-raw-insn"), filename)
-    bad = sorted({n for n in undefined if not allowed(n, backend, runtime) and not (
-        backend == "cuda" and n == "exit" and _device_stubs_only(n, code, sections.get(n, set())))})
+    bad = sorted(
+        {
+            n
+            for n in undefined
+            if not allowed(n, backend, runtime)
+            and not (backend == "cuda" and n == "exit" and _device_stubs_only(n, code, sections.get(n, set())))
+        }
+    )
     redefined = sorted(n for n in defined if backend == "cuda" and _RUNTIME_DEFINITION.fullmatch(n))
     pretty = _demangle(bad + redefined)
     problems = []
@@ -294,12 +323,21 @@ def check(obj: Path, backend: str, filename: str = "kernel.cu",
         reason = function_reason(pretty[name].split("(")[0].split("::")[-1]) or _WHY_CALL
         problems.append(Problem(_line(where), _at(where, f"calls {pretty[name]}"), reason))
     for name in redefined:
-        problems.append(Problem(0, f"defines {pretty[name]}",
-                                "a kernel file may not define a function of the CUDA runtime (it would replace the "
-                                "runtime's own)"))
+        problems.append(
+            Problem(
+                0,
+                f"defines {pretty[name]}",
+                "a kernel file may not define a function of the CUDA runtime (it would replace the runtime's own)",
+            )
+        )
     for mnemonic, where in code.traps:
-        problems.append(Problem(_line(where), _at(where, f"a `{mnemonic}` instruction in host code"),
-                                "host code may not make system calls or switch the CPU mode"))
+        problems.append(
+            Problem(
+                _line(where),
+                _at(where, f"a `{mnemonic}` instruction in host code"),
+                "host code may not make system calls or switch the CPU mode",
+            )
+        )
     return problems
 
 
@@ -316,8 +354,10 @@ def _at(where: str, what: str) -> str:
 def message(problems: list[Problem], filename: str = "kernel.cu") -> str:
     """One plain message: what the built code calls that it may not, and why."""
     shown = problems[:8]
-    lines = [f"forbidden: {filename}, once compiled, calls what a kernel file may not "
-             "(the kernel must do the work itself, in plain CUDA C++):"]
+    lines = [
+        f"forbidden: {filename}, once compiled, calls what a kernel file may not "
+        "(the kernel must do the work itself, in plain CUDA C++):"
+    ]
     lines += [f"  {p.what}" + (f": {p.why}" if p.why != _WHY_CALL else "") for p in shown]
     if len(problems) > len(shown):
         lines.append(f"  ... and {len(problems) - len(shown)} more")

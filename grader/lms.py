@@ -13,6 +13,7 @@ examples/github-classroom/classroom.yml is the workflow, one step per check.
 nbgrader: an autograder test cell is worth its points when it raises nothing; nbgrader_cells()
 gives the two cells (correct; fast enough) that grade a notebook's kernel cell with grader.check.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,18 +36,34 @@ def gradescope_tests(row: dict, prefix: str = "") -> list[dict]:
     detail = message + (f"\nHint: {hint}" if hint else "")
     correct, passed = _yes(row.get("correct")), _yes(row.get("passed"))
     name = f"{prefix}{row.get('exercise')}"
-    tests = [{"name": f"{name}: correct on every test shape (fresh random inputs, float64 reference)",
-              "score": CORRECT_POINTS if correct else 0.0, "max_score": CORRECT_POINTS,
-              "status": "passed" if correct else "failed", "output": detail if not correct else message,
-              "visibility": "visible"}]
+    tests = [
+        {
+            "name": f"{name}: correct on every test shape (fresh random inputs, float64 reference)",
+            "score": CORRECT_POINTS if correct else 0.0,
+            "max_score": CORRECT_POINTS,
+            "status": "passed" if correct else "failed",
+            "output": detail if not correct else message,
+            "visibility": "visible",
+        }
+    ]
     if row.get("backend") == "cuda" and row.get("threshold") not in (None, ""):
-        speed = (f"{float(row['speedup']):.2f}x the baseline, threshold {float(row['threshold']):.2f}x"
-                 if row.get("speedup") not in (None, "") else "not timed (the kernel is not correct)")
+        speed = (
+            f"{float(row['speedup']):.2f}x the baseline, threshold {float(row['threshold']):.2f}x"
+            if row.get("speedup") not in (None, "")
+            else "not timed (the kernel is not correct)"
+        )
     else:
         speed = "not measured: graded on the CPU backend (correctness only), so a correct kernel gets these points"
-    tests.append({"name": f"{name}: fast enough", "score": SPEED_POINTS if passed else 0.0,
-                  "max_score": SPEED_POINTS, "status": "passed" if passed else "failed",
-                  "output": speed + (f"\n{detail}" if correct and not passed else ""), "visibility": "visible"})
+    tests.append(
+        {
+            "name": f"{name}: fast enough",
+            "score": SPEED_POINTS if passed else 0.0,
+            "max_score": SPEED_POINTS,
+            "status": "passed" if passed else "failed",
+            "output": speed + (f"\n{detail}" if correct and not passed else ""),
+            "visibility": "visible",
+        }
+    )
     return tests
 
 
@@ -57,12 +74,24 @@ def gradescope_results(rows: list[dict], meta: dict, seconds: float | None = Non
     for row in rows:
         tests += gradescope_tests(row, prefix=f"{row['student_id']}: " if several else "")
     if not rows:
-        tests = [{"name": f"{meta.get('exercise')}: a kernel file", "score": 0.0,
-                  "max_score": CORRECT_POINTS + SPEED_POINTS, "status": "failed", "visibility": "visible",
-                  "output": "No submission found: upload the .cu file (or the notebook) for this exercise."}]
+        tests = [
+            {
+                "name": f"{meta.get('exercise')}: a kernel file",
+                "score": 0.0,
+                "max_score": CORRECT_POINTS + SPEED_POINTS,
+                "status": "failed",
+                "visibility": "visible",
+                "output": "No submission found: upload the .cu file (or the notebook) for this exercise.",
+            }
+        ]
     score = round(sum(t["score"] for t in tests), 4)
-    out = {"score": score, "output": _summary(rows, meta), "visibility": "visible",
-           "stdout_visibility": "hidden", "tests": tests}
+    out = {
+        "score": score,
+        "output": _summary(rows, meta),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
     if seconds is not None:
         out["execution_time"] = round(seconds, 1)
     return out
@@ -70,9 +99,12 @@ def gradescope_results(rows: list[dict], meta: dict, seconds: float | None = Non
 
 def _summary(rows: list[dict], meta: dict) -> str:
     backend = meta.get("backend")
-    how = ("graded on a GPU: correctness and speed" + (f" (thresholds: {meta['calibration']})"
-                                                        if meta.get("calibration") else "")
-           if backend == "cuda" else "graded on the CPU backend: correctness only, no timing")
+    how = (
+        "graded on a GPU: correctness and speed"
+        + (f" (thresholds: {meta['calibration']})" if meta.get("calibration") else "")
+        if backend == "cuda"
+        else "graded on the CPU backend: correctness only, no timing"
+    )
     verdicts = "; ".join(f"{r['student_id']}: {r.get('outcome', '')}" for r in rows)
     return f"{meta.get('exercise')}, {how}. {verdicts}".strip()
 
@@ -88,18 +120,37 @@ def write_gradescope(path, rows: list[dict], meta: dict, seconds: float | None =
 def nbgrader_cells(exercise: str, points_correct: float = 1, points_speed: float = 1) -> list[dict]:
     """Two nbgrader autograder test cells (code, with nbgrader metadata) for a notebook whose kernel
     cell assigns SOURCE: all-or-nothing each, as nbgrader grades test cells."""
-    grade = (f"# Autograder test (correct): grades the kernel cell above (SOURCE) in a child process.\n"
-             f"import grader\n"
-             f"_verdict = grader.check({exercise!r}, SOURCE, display=False)\n"
-             f"print(_verdict.message)\n"
-             f"assert _verdict.correct, _verdict.message")
-    speed = ("# Autograder test (fast enough): on the CPU backend a correct kernel passes (no timing there).\n"
-             "print(_verdict.message)\n"
-             "assert _verdict.passed, _verdict.message")
+    grade = (
+        f"# Autograder test (correct): grades the kernel cell above (SOURCE) in a child process.\n"
+        f"import grader\n"
+        f"_verdict = grader.check({exercise!r}, SOURCE, display=False)\n"
+        f"print(_verdict.message)\n"
+        f"assert _verdict.correct, _verdict.message"
+    )
+    speed = (
+        "# Autograder test (fast enough): on the CPU backend a correct kernel passes (no timing there).\n"
+        "print(_verdict.message)\n"
+        "assert _verdict.passed, _verdict.message"
+    )
 
     def cell(source, grade_id, points):
-        return {"cell_type": "code", "id": grade_id.replace("_", "-"), "execution_count": None, "outputs": [],
-                "source": source,
-                "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True, "task": False,
-                                          "points": points, "grade_id": grade_id, "schema_version": 3}}}
+        return {
+            "cell_type": "code",
+            "id": grade_id.replace("_", "-"),
+            "execution_count": None,
+            "outputs": [],
+            "source": source,
+            "metadata": {
+                "nbgrader": {
+                    "grade": True,
+                    "solution": False,
+                    "locked": True,
+                    "task": False,
+                    "points": points,
+                    "grade_id": grade_id,
+                    "schema_version": 3,
+                }
+            },
+        }
+
     return [cell(grade, f"{exercise}_correct", points_correct), cell(speed, f"{exercise}_fast", points_speed)]

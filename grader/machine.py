@@ -11,6 +11,7 @@
 
 benchmarks/gpu_machine.py runs all of it on a GPU and writes the results file.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,8 +30,27 @@ KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
 # Footprints of the pointer chase that each level serves (H200: 256 KB of L1 + shared per SM,
 # 60 MB of L2): one each for the table. The sweep shows where the steps really are.
 TABLE_FOOTPRINTS = {"L1 hit": 16 * KB, "L2 hit": 4 * MB, "HBM": 512 * MB}
-SWEEP_FOOTPRINTS = [4 * KB, 16 * KB, 64 * KB, 128 * KB, 192 * KB, 256 * KB, 512 * KB, 1 * MB, 4 * MB,
-                    16 * MB, 32 * MB, 64 * MB, 128 * MB, 512 * MB, 2 * GB, 8 * GB, 16 * GB, 32 * GB, 64 * GB]
+SWEEP_FOOTPRINTS = [
+    4 * KB,
+    16 * KB,
+    64 * KB,
+    128 * KB,
+    192 * KB,
+    256 * KB,
+    512 * KB,
+    1 * MB,
+    4 * MB,
+    16 * MB,
+    32 * MB,
+    64 * MB,
+    128 * MB,
+    512 * MB,
+    2 * GB,
+    8 * GB,
+    16 * GB,
+    32 * GB,
+    64 * GB,
+]
 WIDE = 8 * GB  # past this footprint the chain holds 64-bit indices (int32 ones would overflow)
 BANDWIDTH_SIZES = [256 * KB, 1 * MB, 4 * MB, 16 * MB, 32 * MB, 64 * MB, 256 * MB, 1 * GB]
 # The seed article's figures for Hopper (cited, not measured here): shared memory about 32 cycles;
@@ -67,8 +87,14 @@ def cpu_roofline(copy_bytes: int = 128 * MB, n: int = 1024, repeat: int = 5) -> 
     t_copy = _best(lambda: np.copyto(dst, src), repeat)
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
     t_mm = _best(lambda: a @ a, repeat)
-    return {"cpu": cpu_name(), "cores": os.cpu_count(), "copy_GBs": 2 * copy_bytes / t_copy / 1e9,
-            "matmul_GFLOPs": 2 * n ** 3 / t_mm / 1e9, "copy_bytes": copy_bytes, "matmul_n": n}
+    return {
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "copy_GBs": 2 * copy_bytes / t_copy / 1e9,
+        "matmul_GFLOPs": 2 * n**3 / t_mm / 1e9,
+        "copy_bytes": copy_bytes,
+        "matmul_n": n,
+    }
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -130,19 +156,26 @@ class GpuProbes:
         """What the driver reports about the GPU (sizes per SM, L2), plus its name."""
         p = self.props
         get = lambda name: getattr(p, name, None)  # noqa: E731 (fields vary with the torch version)
-        return {"name": p.name, "compute_capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
-                "memory_GB": round(p.total_memory / 1e9, 1), "l2_MB": (get("L2_cache_size") or 0) / MB,
-                "shared_per_sm_KB": (get("shared_memory_per_multiprocessor") or 0) / KB,
-                "shared_per_block_optin_KB": (get("shared_memory_per_block_optin") or 0) / KB,
-                "registers_per_sm": get("regs_per_multiprocessor"),
-                "max_threads_per_sm": get("max_threads_per_multi_processor"), "warp_size": get("warp_size")}
+        return {
+            "name": p.name,
+            "compute_capability": f"{p.major}.{p.minor}",
+            "sms": p.multi_processor_count,
+            "memory_GB": round(p.total_memory / 1e9, 1),
+            "l2_MB": (get("L2_cache_size") or 0) / MB,
+            "shared_per_sm_KB": (get("shared_memory_per_multiprocessor") or 0) / KB,
+            "shared_per_block_optin_KB": (get("shared_memory_per_block_optin") or 0) / KB,
+            "registers_per_sm": get("regs_per_multiprocessor"),
+            "max_threads_per_sm": get("max_threads_per_multi_processor"),
+            "warp_size": get("warp_size"),
+        }
 
     def max_footprint(self) -> int:
         free, _ = self.torch.cuda.mem_get_info()
         return min(64 * GB, free // 2)
 
-    def chase(self, footprint: int, *, steps: int = 20000, carveout: int = -1, l2_only: bool = False,
-              stride: int = 128) -> dict:
+    def chase(
+        self, footprint: int, *, steps: int = 20000, carveout: int = -1, l2_only: bool = False, stride: int = 128
+    ) -> dict:
         """Cycles per dependent global load for a chain of `footprint` bytes (one thread, one SM)."""
         torch = self.torch
         wide = footprint > WIDE
@@ -156,11 +189,21 @@ class GpuProbes:
         start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start_ev.record()
         if wide:
-            self.lib.chase_global64(nxt.data_ptr(), start, steps, self.cycles.data_ptr(), self.sink.data_ptr(),
-                                    self._stream())
+            self.lib.chase_global64(
+                nxt.data_ptr(), start, steps, self.cycles.data_ptr(), self.sink.data_ptr(), self._stream()
+            )
         else:
-            self.lib.chase_global(nxt.data_ptr(), start, steps, warm, int(l2_only), carveout, self.cycles.data_ptr(),
-                                  self.sink.data_ptr(), self._stream())
+            self.lib.chase_global(
+                nxt.data_ptr(),
+                start,
+                steps,
+                warm,
+                int(l2_only),
+                carveout,
+                self.cycles.data_ptr(),
+                self.sink.data_ptr(),
+                self._stream(),
+            )
         end_ev.record()
         self._sync("chase_global")
         cycles = int(self.cycles.item())
@@ -168,15 +211,22 @@ class GpuProbes:
         del nxt
         if footprint > GB:  # hand the memory back, so that the next, larger chain still fits
             torch.cuda.empty_cache()
-        return {"footprint": footprint, "cycles": cycles / steps, "steps": steps, "carveout": carveout,
-                "l2_only": l2_only, "stride": stride,
-                "clock_MHz": cycles / (ms * 1e3) if warm == 0 and ms > 1 else None}
+        return {
+            "footprint": footprint,
+            "cycles": cycles / steps,
+            "steps": steps,
+            "carveout": carveout,
+            "l2_only": l2_only,
+            "stride": stride,
+            "clock_MHz": cycles / (ms * 1e3) if warm == 0 and ms > 1 else None,
+        }
 
     def chase_shared(self, n: int = 1024, steps: int = 20000) -> float:
         """Cycles per dependent shared-memory load (a random cycle through n words)."""
         nxt, start = pointer_chain(4 * n, 4, device="cuda")
-        self.lib.chase_shared(nxt.data_ptr(), n, start, steps, self.cycles.data_ptr(), self.sink.data_ptr(),
-                              self._stream())
+        self.lib.chase_shared(
+            nxt.data_ptr(), n, start, steps, self.cycles.data_ptr(), self.sink.data_ptr(), self._stream()
+        )
         self._sync("chase_shared")
         return int(self.cycles.item()) / steps
 
@@ -192,8 +242,11 @@ class GpuProbes:
 
     def latency_sweep(self, footprints=None, carveout: int = -1) -> list[dict]:
         big = self.max_footprint()
-        return [self.chase(fp, carveout=carveout, steps=20000 if fp <= 64 * MB else 5000)
-                for fp in (footprints or SWEEP_FOOTPRINTS) if fp <= big]
+        return [
+            self.chase(fp, carveout=carveout, steps=20000 if fp <= 64 * MB else 5000)
+            for fp in (footprints or SWEEP_FOOTPRINTS)
+            if fp <= big
+        ]
 
     def bandwidth_sweep(self, sizes=None) -> list[dict]:
         """dst = src for buffers of each size (bytes each): GB/s counting reads and writes. Small

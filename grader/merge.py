@@ -11,6 +11,7 @@ place in the split; `merge` refuses anything but exactly one row per student of 
 missing shard, a student graded twice, a shard of another run (exercise, roster, N, grader) or a
 student missing from its shard each stop it with exit 2 and say which.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,9 @@ def _load(path: Path) -> dict:
     try:
         data = json.loads(js.read_text())
     except (OSError, ValueError) as e:
-        raise CannotGrade(f"{js}: cannot read this shard's gradebook ({e}); merge reads the JSON beside each CSV") \
-            from None
+        raise CannotGrade(
+            f"{js}: cannot read this shard's gradebook ({e}); merge reads the JSON beside each CSV"
+        ) from None
     if not isinstance(data, dict) or "shard" not in data or "grades" not in data:
         raise CannotGrade(f"{js}: not a shard's gradebook (no 'shard' entry): grade with batch --shard I/N")
     return data
@@ -72,8 +74,10 @@ def merge(out, parts) -> list[dict]:
             if data.get(k) != first.get(k):
                 problems.append(f"{p}: {k} {data.get(k)!r} differs from {parts[0]}'s {first.get(k)!r}")
         if s["count"] != count or s["roster"] != roster:
-            problems.append(f"{p}: shard of another split (N={s['count']}, {len(s['roster'])} students; "
-                            f"{parts[0]} has N={count}, {len(roster)})")
+            problems.append(
+                f"{p}: shard of another split (N={s['count']}, {len(s['roster'])} students; "
+                f"{parts[0]} has N={count}, {len(roster)})"
+            )
             continue
         if s["index"] in seen_index:
             problems.append(f"{p}: shard {s['index']}/{count} given twice (also {seen_index[s['index']]})")
@@ -102,13 +106,16 @@ def merge(out, parts) -> list[dict]:
     merged = [rows[sid] for sid in roster]
     meta = {k: first.get(k) for k in (*same, "calibration")} | {
         "merged_from": [str(p) for p, data in sorted(shards, key=lambda pd: pd[1]["shard"]["index"])],
-        "students": len(merged)}
+        "students": len(merged),
+    }
     write_gradebook(Path(out), merged, meta)
     return merged
 
 
 def main(args) -> int:
     rows = merge(args.out, args.parts)
-    print(f"merged {len(args.parts)} shard(s): {len(rows)} students -> {args.out} "
-          f"(+ {Path(args.out).with_suffix('.json').name})")
+    print(
+        f"merged {len(args.parts)} shard(s): {len(rows)} students -> {args.out} "
+        f"(+ {Path(args.out).with_suffix('.json').name})"
+    )
     return 0

@@ -13,6 +13,7 @@ W is stored in x out (row-major, the kernel's B), not nn.Linear's out x in.
 check_function(Fn, k) is notebook 08's local check of a learner's Function; step_case() and
 step_outputs() are the grader's end-to-end check of one training step (grader.grade, grader.worker).
 """
+
 from __future__ import annotations
 
 import math
@@ -107,10 +108,10 @@ class MLP(torch.nn.Module):
         self.biases = torch.nn.ParameterList()
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             bound = 1 / math.sqrt(fan_in)
-            self.weights.append(torch.nn.Parameter(((torch.rand(fan_in, fan_out, generator=gen) * 2 - 1) * bound)
-                                                   .to(k.device)))
-            self.biases.append(torch.nn.Parameter(((torch.rand(fan_out, generator=gen) * 2 - 1) * bound)
-                                                  .to(k.device)))
+            self.weights.append(
+                torch.nn.Parameter(((torch.rand(fan_in, fan_out, generator=gen) * 2 - 1) * bound).to(k.device))
+            )
+            self.biases.append(torch.nn.Parameter(((torch.rand(fan_out, generator=gen) * 2 - 1) * bound).to(k.device)))
 
     def forward(self, X):
         h = X
@@ -144,6 +145,7 @@ def saved_tensors(fn, *args) -> tuple[object, list[torch.Tensor]]:
     def pack(t):
         saved.append(t)
         return t
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn(*args)
     return out, saved
@@ -215,8 +217,10 @@ def check_function(fn, k: Launchers, seed: int | None = None) -> FunctionCheck:
             result = FunctionCheck(False, f"at X {m}x{kin}, W {kin}x{n}: {problem}")
             break
     else:
-        result.message = (f"forward, dX, dW and db match float64 autograd at {len(CHECK_SHAPES)} shapes; "
-                          "backward keeps X, W and the mask only (no M x N tensor)")
+        result.message = (
+            f"forward, dX, dW and db match float64 autograd at {len(CHECK_SHAPES)} shapes; "
+            "backward keeps X, W and the mask only (no M x N tensor)"
+        )
     print(result)
     return result
 
@@ -238,20 +242,29 @@ def _check_one(fn, k: Launchers, m: int, kin: int, n: int, gen) -> str:
         return f"calling it failed: {type(e).__name__}: {e}"
     on_ctx = _tensors_on(Y.grad_fn) if Y.grad_fn is not None else []
     if on_ctx:
-        return (f"forward stores tensors on ctx ({', '.join('ctx.' + a for a in on_ctx)}): save what backward needs "
-                "with ctx.save_for_backward(X, W, mask), which autograd manages (and counts)")
+        return (
+            f"forward stores tensors on ctx ({', '.join('ctx.' + a for a in on_ctx)}): save what backward needs "
+            "with ctx.save_for_backward(X, W, mask), which autograd manages (and counts)"
+        )
     want = X.numel() * 4 + W.numel() * 4 + m * ((n + 31) // 32) * 4
     got = unique_bytes(saved)
     own = {X.untyped_storage().data_ptr(), W.untyped_storage().data_ptr()}
-    big = [t for t in saved if t.dtype.is_floating_point and t.numel() == m * n
-           and t.untyped_storage().data_ptr() not in own]
+    big = [
+        t
+        for t in saved
+        if t.dtype.is_floating_point and t.numel() == m * n and t.untyped_storage().data_ptr() not in own
+    ]
     if big:
-        return (f"forward saved an {m}x{n} float tensor (Y or the pre-activation, {4 * m * n} bytes) for backward: "
-                "save the mask instead and let relu_backward apply it")
+        return (
+            f"forward saved an {m}x{n} float tensor (Y or the pre-activation, {4 * m * n} bytes) for backward: "
+            "save the mask instead and let relu_backward apply it"
+        )
     if got != want:
         shapes = ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in saved) or "nothing"
-        return (f"forward saved {got} bytes for backward ({shapes}); X, W and the mask are {want} bytes: "
-                "ctx.save_for_backward(X, W, mask), nothing else")
+        return (
+            f"forward saved {got} bytes for backward ({shapes}); X, W and the mask are {want} bytes: "
+            "ctx.save_for_backward(X, W, mask), nothing else"
+        )
     ref_X, ref_W, ref_b = (t.clone().requires_grad_() for t in (X64, W64, b64))
     ref = torch.relu(ref_X @ ref_W + ref_b)
     ref.backward(dY64)
@@ -266,8 +279,10 @@ def _check_one(fn, k: Launchers, m: int, kin: int, n: int, gen) -> str:
             return f"backward returned no {name}"
         err = (got_g.detach().cpu().double() - ref_g).abs().max().item()
         if not math.isfinite(err) or err > GRAD_RTOL * max(ref_g.abs().max().item(), 1e-30):
-            return (f"{name} differs from float64 autograd by up to {err:.3g} (largest |{name}| "
-                    f"{ref_g.abs().max().item():.3g}); " + _GRAD_HINTS[name])
+            return (
+                f"{name} differs from float64 autograd by up to {err:.3g} (largest |{name}| "
+                f"{ref_g.abs().max().item():.3g}); " + _GRAD_HINTS[name]
+            )
     return ""
 
 
@@ -292,8 +307,10 @@ def step_case(gen: torch.Generator) -> checks.Case:
     odd = lambda lo, hi: int(torch.randint(lo // 2, hi // 2, (1,), generator=gen)) * 2 + 1
     batch, d_in, hidden, classes = odd(17, 97), odd(17, 80), odd(17, 80), 10
     for _ in range(100):
-        ins = {"X": torch.randn(batch, d_in, generator=gen, dtype=torch.float64).float(),
-               "labels": torch.randint(classes, (batch,), generator=gen, dtype=torch.int32)}
+        ins = {
+            "X": torch.randn(batch, d_in, generator=gen, dtype=torch.float64).float(),
+            "labels": torch.randint(classes, (batch,), generator=gen, dtype=torch.int32),
+        }
         for i, (a, b) in enumerate(((d_in, hidden), (hidden, hidden), (hidden, classes)), start=1):
             ins[f"W{i}"] = (torch.randn(a, b, generator=gen, dtype=torch.float64) / math.sqrt(a)).float()
             ins[f"b{i}"] = (torch.randn(b, generator=gen, dtype=torch.float64) * 0.5).float()
@@ -362,8 +379,9 @@ def digits(test_fraction: float = 0.2, seed: int = 0, device="cpu"):
     return tuple(t.to(device) for t in (X[train], y[train], X[test], y[test]))
 
 
-def train(model: torch.nn.Module, X, y, steps: int, batch: int = 128, lr: float = 1e-2, seed: int = 0,
-          on_step=None) -> list[float]:
+def train(
+    model: torch.nn.Module, X, y, steps: int, batch: int = 128, lr: float = 1e-2, seed: int = 0, on_step=None
+) -> list[float]:
     """Adam on random batches; the loss of each step; on_step(step, losses) after each one."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
@@ -392,8 +410,9 @@ DIGITS_GPU = {"hidden": 256, "steps": 600, "batch": 128}
 DIGITS_CPU = {"hidden": 32, "steps": 150, "batch": 64}
 
 
-def train_digits(k: Launchers, hidden: int, steps: int, batch: int, layer=LinearReLU, on_step=None,
-                 seed: int = 0) -> dict:
+def train_digits(
+    k: Launchers, hidden: int, steps: int, batch: int, layer=LinearReLU, on_step=None, seed: int = 0
+) -> dict:
     """Train a 64 -> hidden -> hidden -> 10 MLP on digits(); the model, its losses, test accuracy, seconds."""
     import time
 
@@ -401,5 +420,12 @@ def train_digits(k: Launchers, hidden: int, steps: int, batch: int, layer=Linear
     model = MLP(k, (64, hidden, hidden, 10), layer=layer, seed=seed)
     t0 = time.perf_counter()
     losses = train(model, X, y, steps, batch=batch, seed=seed, on_step=on_step)
-    return {"model": model, "losses": losses, "test_accuracy": accuracy(model, X_test, y_test),
-            "seconds": time.perf_counter() - t0, "sizes": [64, hidden, hidden, 10], "steps": steps, "batch": batch}
+    return {
+        "model": model,
+        "losses": losses,
+        "test_accuracy": accuracy(model, X_test, y_test),
+        "seconds": time.perf_counter() - t0,
+        "sizes": [64, hidden, hidden, 10],
+        "steps": steps,
+        "batch": batch,
+    }

@@ -12,6 +12,7 @@ written with the block's length. Outputs and execution counts are cleared.
 A cell whose first line is `# kernel: EXERCISE` holds the kernel file an exercise is
 graded on (`SOURCE = r'''...'''`); tools can extract it with `kernel_cells()`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,6 +66,7 @@ def exercise_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def kernel_cells(nb: nbformat.NotebookNode) -> dict[str, str]:
     """{exercise: kernel source} of the notebook's kernel cells (the grader's own parser)."""
     from .submissions import notebook_kernels
+
     return notebook_kernels(nb)
 
 
@@ -77,8 +79,9 @@ def execute(src: Path, dst: Path, timeout: int = 900) -> None:
     from nbclient import NotebookClient
 
     nb = nbformat.read(src, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(src.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(src.parent)}}
+    ).execute()
     dst.write_text(render(nb))
 
 
@@ -87,15 +90,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="only report notebooks that are out of date")
     p.add_argument("--solutions", default=ROOT / "solutions", type=Path)
     p.add_argument("--out", default=ROOT / "notebooks", type=Path)
-    p.add_argument("--execute", metavar="DIR", type=Path,
-                   help="execute every solution notebook and write it, with outputs, to DIR")
-    p.add_argument("--only", nargs="+", metavar="NAME", default=["*"],
-                   help="with --execute: only the solutions whose file name matches one of these (e.g. 00_* 08_*)")
+    p.add_argument(
+        "--execute", metavar="DIR", type=Path, help="execute every solution notebook and write it, with outputs, to DIR"
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        default=["*"],
+        help="with --execute: only the solutions whose file name matches one of these (e.g. 00_* 08_*)",
+    )
     args = p.parse_args(argv)
     if args.execute:
         args.execute.mkdir(parents=True, exist_ok=True)
-        chosen = {src for pattern in args.only for src in args.solutions.glob(pattern if pattern.endswith(".ipynb")
-                                                                                 else pattern + ".ipynb")}
+        chosen = {
+            src
+            for pattern in args.only
+            for src in args.solutions.glob(pattern if pattern.endswith(".ipynb") else pattern + ".ipynb")
+        }
         if not chosen:
             p.error(f"no solution notebook matches {' '.join(args.only)}")
         for src in sorted(chosen):
@@ -113,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 dst.write_text(text)
     extra = sorted(set(args.out.glob("*.ipynb")) - {args.out / s.name for s in args.solutions.glob("*.ipynb")})
     for path in stale:
-        print(f"{'out of date' if args.check else 'wrote'}: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+        print(
+            f"{'out of date' if args.check else 'wrote'}: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
+        )
     for path in extra:
         print(f"no solution for {path.name} (remove it from {args.out.name}/)")
     return 1 if (args.check and stale) or extra else 0

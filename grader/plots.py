@@ -4,6 +4,7 @@
     from grader import plots
     plots.ladder({"naive": 5.3, "tiled": 8.1}, ref=49.8)
 """
+
 from __future__ import annotations
 
 import json
@@ -76,9 +77,14 @@ def ladder(values: dict[str, float], ref: float | None = None, ref_label="cuBLAS
     return _done(fig)
 
 
-def roofline(points: dict[str, float], peak_tflops: float, bandwidth_tbs: float,
-             measured: dict[str, float] | None = None, title=None,
-             xlabel="arithmetic intensity (FLOP per byte of DRAM/L2 traffic)"):
+def roofline(
+    points: dict[str, float],
+    peak_tflops: float,
+    bandwidth_tbs: float,
+    measured: dict[str, float] | None = None,
+    title=None,
+    xlabel="arithmetic intensity (FLOP per byte of DRAM/L2 traffic)",
+):
     """The roofline min(peak, bandwidth * intensity); kernels as vertical marks at their
     intensity (FLOP per byte moved from memory), measured TFLOP/s as dots when given."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -115,8 +121,11 @@ def warp_access(panels: dict[str, list[int]], sector_bytes: int = 32, title=None
         ax.scatter(np.arange(len(addrs)), rank, c=rank, cmap="viridis", s=25)
         ax.set_xlabel("lane")
         ax.set_ylabel(f"distinct {sector_bytes}-byte sector (rank)")
-        ax.set_title(f"{name}\n{len(addrs)} lanes -> {len(uniq)} sector(s), "
-                     f"{len(uniq) * sector_bytes} B moved for {4 * len(np.unique(addrs))} B used", fontsize=9)
+        ax.set_title(
+            f"{name}\n{len(addrs)} lanes -> {len(uniq)} sector(s), "
+            f"{len(uniq) * sector_bytes} B moved for {4 * len(np.unique(addrs))} B used",
+            fontsize=9,
+        )
         ax.grid(True, alpha=0.3)
     if title:
         fig.suptitle(title)
@@ -217,8 +226,11 @@ def class_results(rows: list[dict], exercise: str = ""):
     thresholds = {float(r["threshold"]) for r in rows if r.get("threshold") not in (None, "")}
     fig, axes = plt.subplots(1, 2 if speedups else 1, figsize=(11 if speedups else 6, 3.8), squeeze=False)
     ax = axes[0][0]
-    ax.barh(names[::-1], [counts[k] for k in names[::-1]],
-            color=["#2ca02c" if k == "passed" else "#7f7f7f" for k in names[::-1]])
+    ax.barh(
+        names[::-1],
+        [counts[k] for k in names[::-1]],
+        color=["#2ca02c" if k == "passed" else "#7f7f7f" for k in names[::-1]],
+    )
     ax.set_xlabel("submissions")
     ax.set_title(f"{exercise}: {len(rows)} submissions")
     if speedups:
@@ -235,8 +247,14 @@ def class_results(rows: list[dict], exercise: str = ""):
 
 # ---- the kernel's own accesses (grader.widgets turns a grader.profile trace into these arguments) ----
 
-CELL_COLORS = {"read": "#1f77b4", "written": "#ff7f0e", "read and written": "#9467bd",
-               "this step": "#d62728", "earlier steps": "#f4b6b6", "this thread": "#2ca02c"}
+CELL_COLORS = {
+    "read": "#1f77b4",
+    "written": "#ff7f0e",
+    "read and written": "#9467bd",
+    "this step": "#d62728",
+    "earlier steps": "#f4b6b6",
+    "this thread": "#2ca02c",
+}
 
 
 def cells(panels: dict[str, dict], title=None, legend=True):
@@ -257,8 +275,15 @@ def cells(panels: dict[str, dict], title=None, legend=True):
                     grid[r, c] = i + 1
         palette = ["#f2f2f2"] + [CELL_COLORS.get(lab, COLORS[i % len(COLORS)]) for i, lab in enumerate(labels)]
         from matplotlib.colors import ListedColormap
-        ax.imshow(grid, cmap=ListedColormap(palette), vmin=0, vmax=len(palette) - 1, interpolation="nearest",
-                  aspect="equal" if max(rows, cols) <= 4 * min(rows, cols) else "auto")
+
+        ax.imshow(
+            grid,
+            cmap=ListedColormap(palette),
+            vmin=0,
+            vmax=len(palette) - 1,
+            interpolation="nearest",
+            aspect="equal" if max(rows, cols) <= 4 * min(rows, cols) else "auto",
+        )
         if "box" in p:
             r0, c0, r1, c1 = p["box"]
             ax.add_patch(plt.Rectangle((c0 - 0.5, r0 - 0.5), c1 - c0, r1 - r0, fill=False, lw=1.5, ec="black"))
@@ -285,8 +310,13 @@ def warp_lanes(lane_units: dict[int, list[int]], kind: str, title=None, n_lanes:
     banks (kind "bank": lane_units holds 4-byte word numbers; a lane of a float4 access touches 4
     banks) it touches. On the right, for banks: how many distinct words each bank must serve."""
     banks = kind == "bank"
-    fig, axes = plt.subplots(1, 2 if banks else 1, figsize=(9.5 if banks else 7, 4.2), squeeze=False,
-                             gridspec_kw={"width_ratios": [4, 1]} if banks else None)
+    fig, axes = plt.subplots(
+        1,
+        2 if banks else 1,
+        figsize=(9.5 if banks else 7, 4.2),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [4, 1]} if banks else None,
+    )
     ax = axes[0][0]
     units = sorted({u for us in lane_units.values() for u in us})
     if banks:
@@ -306,8 +336,9 @@ def warp_lanes(lane_units: dict[int, list[int]], kind: str, title=None, n_lanes:
     else:
         ax.set_ylabel("32-byte sector (distinct, in address order)")
         step = max(1, len(units) // 12)
-        ax.set_yticks(range(0, len(units), step), [str(units[i] - units[0]) for i in range(0, len(units), step)],
-                      fontsize=7)
+        ax.set_yticks(
+            range(0, len(units), step), [str(units[i] - units[0]) for i in range(0, len(units), step)], fontsize=7
+        )
         ax.set_ylim(-1, max(len(units), 1))
     ax.grid(True, alpha=0.3)
     if banks:
@@ -344,14 +375,22 @@ def mask_bits(rows: list[dict], title=None):
             if v:
                 ax.add_patch(plt.Rectangle((31 - b + 0.1, y + 0.05), 0.75, 0.12, color="black"))
         writer = row.get("writer")
-        ax.text(32.3, y + 0.4, f"{row['word']}" + (f"  stored by lane {writer}" if writer is not None else ""),
-                va="center", fontsize=8)
+        ax.text(
+            32.3,
+            y + 0.4,
+            f"{row['word']}" + (f"  stored by lane {writer}" if writer is not None else ""),
+            va="center",
+            fontsize=8,
+        )
     ax.set_xlim(-0.2, 44)
     ax.set_ylim(-0.3, n + 0.1)
     ax.set_xticks([31 - b + 0.47 for b in range(0, 32, 4)], [str(b) for b in range(0, 32, 4)], fontsize=7)
     ax.set_yticks([])
-    ax.set_xlabel("bit of the word (31 on the left); the number in a bit: the lane whose element it describes"
-                  + ("; a black bar: the bit is set" if any(r.get("values") for r in rows) else ""), fontsize=8)
+    ax.set_xlabel(
+        "bit of the word (31 on the left); the number in a bit: the lane whose element it describes"
+        + ("; a black bar: the bit is set" if any(r.get("values") for r in rows) else ""),
+        fontsize=8,
+    )
     for s in ("top", "right", "left"):
         ax.spines[s].set_visible(False)
     if title:
@@ -390,6 +429,7 @@ class LiveLoss:
         try:
             from IPython import get_ipython
             from IPython.display import display
+
             if get_ipython() is not None:
                 self.handle = display(self.figure([]), display_id=True)
         except ImportError:

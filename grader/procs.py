@@ -5,6 +5,7 @@ Killing only the driver leaves those running, holding the output pipe open, so a
 `--compile-timeout 20` once took 244 s. Each command here starts in a session of its own,
 and a timeout kills the whole process group.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,16 +15,22 @@ import time
 from pathlib import Path
 
 
-def run_all(cmds: list[list[str]], cwd: Path | str | None = None,
-            timeout: float | None = None) -> list[tuple[int, str]] | None:
+def run_all(
+    cmds: list[list[str]], cwd: Path | str | None = None, timeout: float | None = None
+) -> list[tuple[int, str]] | None:
     """Run the commands in parallel; [(returncode, stdout + stderr)], or None when they did not
     all finish within `timeout` seconds together (every process group is then killed)."""
-    procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              start_new_session=True) for c in cmds]
+    procs = [
+        subprocess.Popen(
+            c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        for c in cmds
+    ]
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        outs = [p.communicate(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))[0]
-                for p in procs]
+        outs = [
+            p.communicate(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))[0] for p in procs
+        ]
     except subprocess.TimeoutExpired:
         for p in procs:
             kill_group(p)

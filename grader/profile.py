@@ -20,6 +20,7 @@ Figures (FMA = one multiply-add of the GEMM, M*N*K of them; FLOPs = 2*M*N*K):
   bytes_read_per_element / bytes_written_per_element   global sector bytes per element of the output
       (ReLU: per launcher; gemm_relu: C_bytes_per_element, C's loads and stores per element)
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,49 +42,72 @@ RELU_PROFILE_SHAPE = (1024, 1024)
 DEFAULT_BUDGET = 8  # blocks recorded per launch when sampling (edge classes included)
 
 MODES = {"off": 0, "sample": 1, "all": 2, "list": 3}
-_TRACE_DTYPE = np.dtype([("launch", "<i4"), ("site", "<i4"), ("bx", "<i4"), ("by", "<i4"), ("bz", "<i4"),
-                         ("warp", "<i4"), ("occurrence", "<i4"), ("lane", "<i4"), ("offset", "<u8"),
-                         ("size", "<u4"), ("merged", "<u4")])
+_TRACE_DTYPE = np.dtype(
+    [
+        ("launch", "<i4"),
+        ("site", "<i4"),
+        ("bx", "<i4"),
+        ("by", "<i4"),
+        ("bz", "<i4"),
+        ("warp", "<i4"),
+        ("occurrence", "<i4"),
+        ("lane", "<i4"),
+        ("offset", "<u8"),
+        ("size", "<u4"),
+        ("merged", "<u4"),
+    ]
+)
 
 NCU = {  # (space, op) -> (requests, units, conflicts) metric names
-    ("global", "ld"): ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-                       "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", None),
-    ("global", "st"): ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
-                       "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", None),
-    ("shared", "ld"): ("smsp__inst_executed_op_shared_ld.sum",
-                       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"),
-    ("shared", "st"): ("smsp__inst_executed_op_shared_st.sum",
-                       "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-                       "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+    ("global", "ld"): (
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+        None,
+    ),
+    ("global", "st"): (
+        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+        None,
+    ),
+    ("shared", "ld"): (
+        "smsp__inst_executed_op_shared_ld.sum",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    ),
+    ("shared", "st"): (
+        "smsp__inst_executed_op_shared_st.sum",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    ),
 }
 
 
 @dataclass
 class WarpAccess:
     """One warp-level memory instruction of a recorded block (see CONTRACTS.md)."""
+
     kernel: str
     line: int
     block: tuple[int, int, int]
     warp: int
-    space: str            # "global" | "shared"
-    op: str               # "ld" | "st"
-    buffer: str           # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
-    occurrence: int       # the k-th time this warp executed this instruction in this block (from 0)
-    lanes: list           # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
-    merged: int = 1       # shared loads: 2 or 4 when counted as one wider load (nvcc's), 0 when absorbed
+    space: str  # "global" | "shared"
+    op: str  # "ld" | "st"
+    buffer: str  # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
+    occurrence: int  # the k-th time this warp executed this instruction in this block (from 0)
+    lanes: list  # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
+    merged: int = 1  # shared loads: 2 or 4 when counted as one wider load (nvcc's), 0 when absorbed
 
 
 @dataclass
 class Profile:
     exercise: str
     shape: tuple
-    sampled: str                          # how blocks were sampled, "" when every block was recorded
+    sampled: str  # how blocks were sampled, "" when every block was recorded
     metrics: dict = field(default_factory=dict)
     derived: dict = field(default_factory=dict)
     resources: list | None = None
     per_line: list = field(default_factory=list)
-    launches: list = field(default_factory=list)   # kernel, grid, block, blocks recorded/total
+    launches: list = field(default_factory=list)  # kernel, grid, block, blocks recorded/total
     trace: list | None = None
 
     def as_dict(self, trace: bool = False) -> dict:
@@ -107,8 +131,7 @@ def _api(lib):
     return lib
 
 
-def configure(mod, blocks="sample", seed: int | None = None, trace: bool = False,
-              budget: int = DEFAULT_BUDGET) -> None:
+def configure(mod, blocks="sample", seed: int | None = None, trace: bool = False, budget: int = DEFAULT_BUDGET) -> None:
     """Record the next launches of `mod` (a CPU-backend KernelModule). blocks: "sample", "all",
     "off" or a list of (bx, by, bz)."""
     lib = _api(mod._lib)
@@ -132,14 +155,35 @@ def take(mod, trace: bool = False) -> dict:
     for line in text.splitlines():
         f = line.split("\t")
         if f[0] == "L":
-            launches.append({"grid": [int(x) for x in f[1].split(",")], "block": [int(x) for x in f[2].split(",")],
-                             "smem": int(f[3]), "blocks_total": int(f[4]), "blocks_recorded": int(f[5]),
-                             "sample": f[6], "kernel": f[7]})
+            launches.append(
+                {
+                    "grid": [int(x) for x in f[1].split(",")],
+                    "block": [int(x) for x in f[2].split(",")],
+                    "smem": int(f[3]),
+                    "blocks_total": int(f[4]),
+                    "blocks_recorded": int(f[5]),
+                    "sample": f[6],
+                    "kernel": f[7],
+                }
+            )
         elif f[0] == "S":
-            sites.append({"launch": int(f[1]), "site": int(f[2]), "pc": int(f[3], 16), "space": f[4], "op": f[5],
-                          "buffer": f[6], "requests": float(f[7]), "units": float(f[8]), "ideal": float(f[9]),
-                          "lanes": float(f[10]), "bytes": float(f[11]), "requests_as_written": float(f[12]),
-                          "units_as_written": float(f[13])})
+            sites.append(
+                {
+                    "launch": int(f[1]),
+                    "site": int(f[2]),
+                    "pc": int(f[3], 16),
+                    "space": f[4],
+                    "op": f[5],
+                    "buffer": f[6],
+                    "requests": float(f[7]),
+                    "units": float(f[8]),
+                    "ideal": float(f[9]),
+                    "lanes": float(f[10]),
+                    "bytes": float(f[11]),
+                    "requests_as_written": float(f[12]),
+                    "units_as_written": float(f[13]),
+                }
+            )
     raw = {"launches": launches, "sites": sites}
     if trace:
         n = ctypes.c_ulonglong(0)
@@ -160,8 +204,9 @@ def _lines(lib_path: str, pcs: tuple[int, ...], mtime: float, filename: str) -> 
     if not tool or not pcs:
         return {}
     try:
-        out = subprocess.run([tool, "-a", "-i", "-e", lib_path, *[hex(p) for p in pcs]], capture_output=True,
-                             text=True, timeout=30).stdout.splitlines()
+        out = subprocess.run(
+            [tool, "-a", "-i", "-e", lib_path, *[hex(p) for p in pcs]], capture_output=True, text=True, timeout=30
+        ).stdout.splitlines()
     except (OSError, subprocess.TimeoutExpired):
         return {}
     chains: list[list[tuple[str, int]]] = []
@@ -200,17 +245,42 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
         kernel = launches[s["launch"]]["kernel"] if s["launch"] < len(launches) else "?"
         file, line = lines.get(s["pc"], (filename or "?", 0))
         key = (s["launch"], kernel, file, line, s["space"], s["op"], s["buffer"])
-        e = per_line.setdefault(key, {"kernel": kernel, "file": file, "line": line, "space": s["space"],
-                                      "op": s["op"], "buffer": s["buffer"], "requests": 0.0, "units": 0.0,
-                                      "ideal": 0.0, "bytes": 0.0, "lanes": 0.0, "requests_as_written": 0.0,
-                                      "units_as_written": 0.0, "launcher_index": s["launch"]})
+        e = per_line.setdefault(
+            key,
+            {
+                "kernel": kernel,
+                "file": file,
+                "line": line,
+                "space": s["space"],
+                "op": s["op"],
+                "buffer": s["buffer"],
+                "requests": 0.0,
+                "units": 0.0,
+                "ideal": 0.0,
+                "bytes": 0.0,
+                "lanes": 0.0,
+                "requests_as_written": 0.0,
+                "units_as_written": 0.0,
+                "launcher_index": s["launch"],
+            },
+        )
         for k in ("requests", "units", "ideal", "bytes", "lanes", "requests_as_written", "units_as_written"):
             e[k] += s[k]
     rows = []
-    for e in sorted(per_line.values(), key=lambda e: (e["launcher_index"], e["kernel"], e["line"], e["space"], e["op"])):
-        row = {"kernel": e["kernel"], "launch": e["launcher_index"], "file": e["file"], "line": e["line"],
-               "space": e["space"], "op": e["op"], "buffer": e["buffer"], "requests": _round(e["requests"]),
-               "bytes": _round(e["bytes"])}
+    for e in sorted(
+        per_line.values(), key=lambda e: (e["launcher_index"], e["kernel"], e["line"], e["space"], e["op"])
+    ):
+        row = {
+            "kernel": e["kernel"],
+            "launch": e["launcher_index"],
+            "file": e["file"],
+            "line": e["line"],
+            "space": e["space"],
+            "op": e["op"],
+            "buffer": e["buffer"],
+            "requests": _round(e["requests"]),
+            "bytes": _round(e["bytes"]),
+        }
         if e["space"] == "global":
             row["sectors"] = _round(e["units"])
         else:
@@ -221,9 +291,16 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
         rows.append(row)
     metrics = metrics_of(rows)
     sampled = "; ".join(dict.fromkeys(l["sample"] for l in launches if l["sample"]))
-    prof = Profile(exercise, shape, sampled, metrics, {}, None, rows,
-                   [{k: l[k] for k in ("kernel", "grid", "block", "smem", "blocks_total", "blocks_recorded")}
-                    for l in launches])
+    prof = Profile(
+        exercise,
+        shape,
+        sampled,
+        metrics,
+        {},
+        None,
+        rows,
+        [{k: l[k] for k in ("kernel", "grid", "block", "smem", "blocks_total", "blocks_recorded")} for l in launches],
+    )
     prof.derived = _derived(exercise, shape, rows, metrics, launches)
     if "trace" in raw:
         prof.trace = _trace(raw, lines, launches)
@@ -247,6 +324,7 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
 
     def ratio(a, b):
         return a / b if b else 0.0
+
     g_ld = (m[NCU["global", "ld"][0]], m[NCU["global", "ld"][1]])
     g_st = (m[NCU["global", "st"][0]], m[NCU["global", "st"][1]])
     s_ld, s_st = NCU["shared", "ld"], NCU["shared", "st"]
@@ -257,10 +335,19 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
     d["wavefronts_per_shared_load"] = ratio(m[s_ld[1]], m[s_ld[0]])
     d["bank_conflicts_per_shared_request"] = ratio(m[s_ld[2]] + m[s_st[2]], s_req)
     d["global_bytes"] = 32.0 * (g_ld[1] + g_st[1])
-    lane_bytes = lambda space, op, buf=None: sum(r["bytes"] for r in rows if r["space"] == space and r["op"] == op
-                                                 and (buf is None or r["buffer"] == buf))  # noqa: E731
-    sector_bytes = lambda op, buf: 32.0 * sum(r.get("sectors", 0.0) for r in rows if r["space"] == "global"  # noqa: E731
-                                              and r["op"] == op and r["buffer"] == buf)
+    lane_bytes = lambda space, op, buf=None: sum(
+        r["bytes"] for r in rows if r["space"] == space and r["op"] == op and (buf is None or r["buffer"] == buf)
+    )  # noqa: E731
+    sector_bytes = lambda op, buf: (
+        32.0
+        * sum(
+            r.get("sectors", 0.0)
+            for r in rows
+            if r["space"] == "global"  # noqa: E731
+            and r["op"] == op
+            and r["buffer"] == buf
+        )
+    )
     if len(shape) == 3:
         mm, nn, kk = shape
         fma = float(mm * nn * kk)
@@ -322,11 +409,23 @@ def _trace(raw: dict, lines: dict, launches: list[dict]) -> list[WarpAccess]:
         lanes = []
         for i in range(lo, hi):
             tid = warp * 32 + lane[i]
-            lanes.append((lane[i], (tid % bdim[0], (tid // bdim[0]) % bdim[1], tid // (bdim[0] * bdim[1])),
-                          offset[i], size[i]))
-        out.append(WarpAccess(launch["kernel"], lines.get(s["pc"], ("?", 0))[1] if s else 0, (bx, by, bz), warp,
-                              s["space"] if s else "?", s["op"] if s else "?", s["buffer"] if s else "?",
-                              occurrence, lanes, merged[lo]))
+            lanes.append(
+                (lane[i], (tid % bdim[0], (tid // bdim[0]) % bdim[1], tid // (bdim[0] * bdim[1])), offset[i], size[i])
+            )
+        out.append(
+            WarpAccess(
+                launch["kernel"],
+                lines.get(s["pc"], ("?", 0))[1] if s else 0,
+                (bx, by, bz),
+                warp,
+                s["space"] if s else "?",
+                s["op"] if s else "?",
+                s["buffer"] if s else "?",
+                occurrence,
+                lanes,
+                merged[lo],
+            )
+        )
     return out
 
 
@@ -335,8 +434,17 @@ def default_shape(exercise: str) -> tuple:
     return exercises.get(exercise).profile_shape
 
 
-def run(exercise: str, source_or_path, shape=None, *, blocks="sample", seed: int | None = None,
-        trace: bool = False, resources: bool = True, budget: int = DEFAULT_BUDGET) -> Profile:
+def run(
+    exercise: str,
+    source_or_path,
+    shape=None,
+    *,
+    blocks="sample",
+    seed: int | None = None,
+    trace: bool = False,
+    resources: bool = True,
+    budget: int = DEFAULT_BUDGET,
+) -> Profile:
     """Profile a kernel file on the CPU backend (see the module docstring).
 
     shape: (M, N, K) or (M, N); None: the exercise's profile shape. blocks: "sample" (about
@@ -364,8 +472,10 @@ def run(exercise: str, source_or_path, shape=None, *, blocks="sample", seed: int
     for name in case.expected:
         problem = checks.compare(case, name, outs[name])
         if problem:
-            raise KernelError(f"the kernel is wrong at {'x'.join(map(str, shape))}, so its profile means nothing:\n"
-                              + problem.describe(shape))
+            raise KernelError(
+                f"the kernel is wrong at {'x'.join(map(str, shape))}, so its profile means nothing:\n"
+                + problem.describe(shape)
+            )
     prof = from_raw(exercise, shape, raw, str(mod.build.path), filename)
     if resources:
         prof.resources = _resources(source, exercise, filename)
@@ -375,6 +485,7 @@ def run(exercise: str, source_or_path, shape=None, *, blocks="sample", seed: int
 def _resources(source: str, exercise: str, filename: str) -> list | None:
     from . import toolchain
     from .errors import GraderError
+
     if not toolchain.find_nvcc():
         return None
     try:
@@ -415,8 +526,9 @@ def counting(req: dict, case: int, schedule: int, mod) -> bool:
     return True
 
 
-def judge(exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None
-          ) -> tuple[Profile | None, list[str]]:
+def judge(
+    exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None
+) -> tuple[Profile | None, list[str]]:
     """Parent side: the profile of the grading run that was checked, and the broken bounds."""
     if not raw:
         return None, []
@@ -433,8 +545,9 @@ def check_bounds(exercise: str, prof: Profile) -> list[str]:
             continue
         if (b.most is not None and value > b.most) or (b.least is not None and value < b.least):
             limit = f"at most {b.most:g}" if b.most is not None else f"at least {b.least:g}"
-            problems.append(f"{b.says.format(value=value)} ({b.figure} = {value:.3g}; the exercise needs "
-                            f"{limit}): {b.fix}")
+            problems.append(
+                f"{b.says.format(value=value)} ({b.figure} = {value:.3g}; the exercise needs {limit}): {b.fix}"
+            )
     return problems
 
 
@@ -447,8 +560,14 @@ def summary(prof: Profile) -> str:
         parts.append(f"{d['shared_loads_per_fma']:.3g} shared loads/FMA")
     if d.get("wavefronts_per_shared_request"):
         parts.append(f"{d['wavefronts_per_shared_request']:.3g} wavefronts/shared request")
-    for k in ("forward_bytes_read_per_element", "forward_bytes_written_per_element", "backward_bytes_read_per_element",
-              "backward_bytes_written_per_element", "C_writes_per_element", "C_reads_per_element"):
+    for k in (
+        "forward_bytes_read_per_element",
+        "forward_bytes_written_per_element",
+        "backward_bytes_read_per_element",
+        "backward_bytes_written_per_element",
+        "C_writes_per_element",
+        "C_reads_per_element",
+    ):
         if k in d:
             parts.append(f"{k.replace('_', ' ')} {d[k]:.3g}")
     return ", ".join(parts)
@@ -461,16 +580,22 @@ def text(prof: Profile) -> str:
     if prof.sampled:
         out.append(f"sampled: {prof.sampled}")
     for l in prof.launches:
-        out.append(f"kernel {l['kernel']}: grid {tuple(l['grid'])}, block {tuple(l['block'])}, "
-                   f"{l['blocks_recorded']} of {l['blocks_total']} blocks recorded")
+        out.append(
+            f"kernel {l['kernel']}: grid {tuple(l['grid'])}, block {tuple(l['block'])}, "
+            f"{l['blocks_recorded']} of {l['blocks_total']} blocks recorded"
+        )
     out.append("")
-    out.append(f"{'line':>10} {'space':6} {'op':2} {'buffer':>10} {'requests':>12} {'sectors/wavefr':>14} "
-               f"{'per req':>7} {'conflicts':>10}")
+    out.append(
+        f"{'line':>10} {'space':6} {'op':2} {'buffer':>10} {'requests':>12} {'sectors/wavefr':>14} "
+        f"{'per req':>7} {'conflicts':>10}"
+    )
     for r in prof.per_line:
         units = r.get("sectors", r.get("wavefronts", 0.0))
-        out.append(f"{r['file'] + ':' + str(r['line']):>10} {r['space']:6} {r['op']:2} {r['buffer'][:10]:>10} "
-                   f"{r['requests']:>12.0f} {units:>14.0f} {units / r['requests'] if r['requests'] else 0:>7.2f} "
-                   f"{r.get('conflicts', 0):>10.0f}")
+        out.append(
+            f"{r['file'] + ':' + str(r['line']):>10} {r['space']:6} {r['op']:2} {r['buffer'][:10]:>10} "
+            f"{r['requests']:>12.0f} {units:>14.0f} {units / r['requests'] if r['requests'] else 0:>7.2f} "
+            f"{r.get('conflicts', 0):>10.0f}"
+        )
     out.append("")
     for k, v in prof.metrics.items():
         out.append(f"{k:60} {v:>16,.0f}")
@@ -488,5 +613,17 @@ def to_json(prof: Profile) -> str:
     return json.dumps(prof.as_dict(), indent=1)
 
 
-__all__ = ["run", "configure", "take", "from_raw", "metrics_of", "check_bounds", "summary", "text", "Profile", "WarpAccess",
-           "GEMM_PROFILE_SHAPE", "RELU_PROFILE_SHAPE"]
+__all__ = [
+    "run",
+    "configure",
+    "take",
+    "from_raw",
+    "metrics_of",
+    "check_bounds",
+    "summary",
+    "text",
+    "Profile",
+    "WarpAccess",
+    "GEMM_PROFILE_SHAPE",
+    "RELU_PROFILE_SHAPE",
+]

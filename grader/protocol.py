@@ -6,6 +6,7 @@ parsed as data only (JSON header, whitelisted dtypes, sizes checked).
 A message on the wire: 8-byte little-endian header length, the JSON header
 {"meta": {...}, "arrays": [[name, dtype, shape], ...]}, then each array's bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ MAX_HEADER = 1 << 20
 
 def send(fd: int, meta: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
     arrays = {k: np.ascontiguousarray(v) for k, v in (arrays or {}).items()}
-    header = json.dumps({"meta": meta, "arrays": [[k, str(v.dtype), list(v.shape)]
-                                                   for k, v in arrays.items()]}).encode()
+    header = json.dumps(
+        {"meta": meta, "arrays": [[k, str(v.dtype), list(v.shape)] for k, v in arrays.items()]}
+    ).encode()
     _write_all(fd, struct.pack("<Q", len(header)) + header)
     for v in arrays.values():
         _write_all(fd, memoryview(v).cast("B"))
@@ -58,7 +60,7 @@ def recv(fd: int, max_bytes: int = 1 << 31) -> tuple[dict, dict[str, np.ndarray]
 def _write_all(fd: int, data) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:

@@ -17,6 +17,7 @@ exclusive flock on the GPU's lock file before its first GPU operation and keeps 
 it exits, so their starts (python, torch, inputs) overlap while their kernels and timings
 never do. The run time limit then counts from the moment the lock is held.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,7 @@ class ChildRun:
     messages: list[tuple[dict, dict[str, np.ndarray]]] = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False
-    output: str = ""          # tail of the child's stdout + stderr
+    output: str = ""  # tail of the child's stdout + stderr
     protocol_error: str = ""
     lock_wait_s: float | None = None  # seconds from start until the GPU lock was held
 
@@ -66,15 +67,46 @@ class ChildRun:
 # what the worker's environment may hold: what Python, torch, the CUDA runtime and the sanitizers
 # read. Anything else (tokens, keys, the grader's own GRADER_* settings) stays with the grader: a
 # kernel could print it into the verdict's output.
-ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LANG", "LANGUAGE", "TZ", "HOME", "USER", "TERM",
-            "PYTHONPATH", "PYTHONHASHSEED", "PYTHONNOUSERSITE", "VIRTUAL_ENV", "CONDA_PREFIX")
-ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_", "KMP_",
-                     "GOMP_", "ASAN_", "UBSAN_", "LSAN_", "TRITON_")
+ENV_KEEP = (
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "HOME",
+    "USER",
+    "TERM",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "PYTHONNOUSERSITE",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+)
+ENV_KEEP_PREFIXES = (
+    "LC_",
+    "CUDA_",
+    "NVIDIA_",
+    "TORCH_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "KMP_",
+    "GOMP_",
+    "ASAN_",
+    "UBSAN_",
+    "LSAN_",
+    "TRITON_",
+)
 
 
 def _child_env(gpu: int | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("GRADER_") and (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GRADER_") and (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES))
+    }
     if gpu is not None:  # batch: one worker per GPU
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = visible.split(",") if visible else None
@@ -88,7 +120,7 @@ def _child_env(gpu: int | None = None) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- starting the worker
 _HIDE: list[str] = []  # more folders the sandbox hides (batch: the submissions, the gradebook's folder)
-_TEMPLATE: dict = {}   # the running template: {"key": ..., "client": forkserver.Client}, or {"off": why}
+_TEMPLATE: dict = {}  # the running template: {"key": ..., "client": forkserver.Client}, or {"off": why}
 _TEMPLATE_LOCK = threading.Lock()
 
 
@@ -119,8 +151,7 @@ def _template(env: dict[str, str]):
     prefix = bwrap.command(_HIDE) if bwrap.active() else []
     # the child gets its own environment; CUDA_VISIBLE_DEVICES (batch: one per GPU) is read only
     # when CUDA starts, in the child, so one template serves every GPU
-    key = (sys.executable, tuple(prefix),
-           tuple(sorted((k, v) for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES")))
+    key = (sys.executable, tuple(prefix), tuple(sorted((k, v) for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES")))
     with _TEMPLATE_LOCK:
         if _TEMPLATE.get("off") == key:  # it failed to start like this before: not again
             return None
@@ -169,10 +200,15 @@ class _Subprocess:
             prefix[-1:] = ["--setenv", "LD_PRELOAD", env.pop("LD_PRELOAD"), "--"]
         # in bwrap's PID namespace the parent is its init, and --die-with-parent does the rest
         parent = "0" if sandboxed else str(os.getpid())
-        self.proc = subprocess.Popen(prefix + [sys.executable, "-m", "grader.worker", parent, str(scratch_fd),
-                                               str(result_fd)],
-                                     stdin=stdin_fd, stdout=log_fd, stderr=subprocess.STDOUT,
-                                     pass_fds=(result_fd, scratch_fd, *libs), env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            prefix + [sys.executable, "-m", "grader.worker", parent, str(scratch_fd), str(result_fd)],
+            stdin=stdin_fd,
+            stdout=log_fd,
+            stderr=subprocess.STDOUT,
+            pass_fds=(result_fd, scratch_fd, *libs),
+            env=env,
+            start_new_session=True,
+        )
         self.pid = self.proc.pid
         self.result_fd, self.scratch_fd = result_fd, scratch_fd
 
@@ -203,6 +239,7 @@ def _start(env: dict[str, str], fds: list[int], exec_env: bool):
         client = _template(env)
         if client is not None:
             from . import forkserver
+
             try:
                 child = client.spawn(env, fds)
                 return child, forkserver.child_layout(len(fds) - 4)
@@ -220,15 +257,21 @@ def protect_grader() -> None:
         return
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
     except (OSError, AttributeError):
         pass
 
 
-def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
-               timeout: float = RUN_TIMEOUT_S, gpu: int | None = None,
-               extra_env: dict[str, str] | None = None, gpu_lock: str | None = None,
-               lock_wait: float = 0.0) -> ChildRun:
+def run_worker(
+    request: dict,
+    cases: list[tuple[dict, dict[str, np.ndarray]]],
+    timeout: float = RUN_TIMEOUT_S,
+    gpu: int | None = None,
+    extra_env: dict[str, str] | None = None,
+    gpu_lock: str | None = None,
+    lock_wait: float = 0.0,
+) -> ChildRun:
     """Send the request and cases to a fresh worker; collect its messages until it exits.
 
     extra_env: added to the child's environment (the CPU backend's sanitizer preload).
@@ -246,8 +289,11 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
     env = _child_env(gpu) | (extra_env or {})
     # every file the worker opens by name, as (where in the request, path): it gets them open instead
     files = [((k,), request[k]) for k in ("lib", "baseline_lib") if request.get(k)]
-    files += [(("timing", k), request["timing"][k]) for k in ("lib", "baseline_lib")
-              if isinstance(request.get("timing"), dict) and request["timing"].get(k)]
+    files += [
+        (("timing", k), request["timing"][k])
+        for k in ("lib", "baseline_lib")
+        if isinstance(request.get("timing"), dict) and request["timing"].get(k)
+    ]
     files += [(("gpu_lock",), gpu_lock)] if gpu_lock else []
     opened: list[int] = []
     scratch = tempfile.mkdtemp(prefix="grader-worker-")
@@ -274,8 +320,20 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
             if key in ("lib", "baseline_lib") and not outer:  # the build key (the library's folder)
                 request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
         opened = []
-        _collect(child, result, request, cases, stdin_w, r_fd, log, token, timeout,
-                 lock_held if gpu_lock else None, lock_wait, started)
+        _collect(
+            child,
+            result,
+            request,
+            cases,
+            stdin_w,
+            r_fd,
+            log,
+            token,
+            timeout,
+            lock_held if gpu_lock else None,
+            lock_wait,
+            started,
+        )
     finally:
         for fd in opened:
             try:
@@ -285,14 +343,30 @@ def run_worker(request: dict, cases: list[tuple[dict, dict[str, np.ndarray]]],
         shutil.rmtree(scratch, ignore_errors=True)
     if getattr(child, "lost", False):
         from .errors import CannotGrade
-        raise CannotGrade("the grader's worker template stopped during this run (not the kernel's doing: the "
-                          "template is out of its reach); grade again")
+
+        raise CannotGrade(
+            "the grader's worker template stopped during this run (not the kernel's doing: the "
+            "template is out of its reach); grade again"
+        )
     return result
 
 
-def _collect(child, result: ChildRun, request: dict, cases, stdin_w: int, r_fd: int, log, token: str,
-             timeout: float, lock_held: threading.Event | None, lock_wait: float, started: float) -> None:
+def _collect(
+    child,
+    result: ChildRun,
+    request: dict,
+    cases,
+    stdin_w: int,
+    r_fd: int,
+    log,
+    token: str,
+    timeout: float,
+    lock_held: threading.Event | None,
+    lock_wait: float,
+    started: float,
+) -> None:
     """Feed the child, read its messages, enforce the time limit, keep its output's tail."""
+
     def feed():
         try:
             protocol.send(stdin_w, request)
@@ -310,8 +384,10 @@ def _collect(child, result: ChildRun, request: dict, cases, stdin_w: int, r_fd: 
         try:
             while (m := protocol.recv(r_fd)) is not None:
                 if not isinstance(m[0], dict) or m[0].pop("token", None) != token:
-                    result.protocol_error = ("a message on the result channel did not come from the grader's "
-                                             "worker (written by the submission?)")
+                    result.protocol_error = (
+                        "a message on the result channel did not come from the grader's "
+                        "worker (written by the submission?)"
+                    )
                     break
                 if m[0].get("gpu_lock") == "held":
                     result.lock_wait_s = time.monotonic() - started

@@ -21,6 +21,7 @@ above, is refused too (the architecture field is checked first; i386 calls kill 
 x86_64 Linux only; elsewhere install() says why it did nothing and the worker goes on (the
 PID namespace of grader.bwrap, where available, still keeps the grader out of reach).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -30,10 +31,10 @@ import platform
 import struct
 
 # <linux/filter.h> BPF opcodes
-_LD_W_ABS = 0x20      # BPF_LD | BPF_W | BPF_ABS
-_JEQ_K = 0x15         # BPF_JMP | BPF_JEQ | BPF_K
-_JGE_K = 0x35         # BPF_JMP | BPF_JGE | BPF_K
-_RET_K = 0x06         # BPF_RET | BPF_K
+_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_RET_K = 0x06  # BPF_RET | BPF_K
 # <linux/seccomp.h>
 _RET_ALLOW = 0x7FFF0000
 _RET_KILL_PROCESS = 0x80000000
@@ -70,8 +71,8 @@ SYSCALLS_X86_64 = {
     "sched_setattr": (314, ("self0", 0)),
     "migrate_pages": (256, ("self0", 0)),
     "move_pages": (279, ("self0", 0)),
-    "setpriority": (141, ("who", 0, 1)),   # PRIO_PROCESS = 0
-    "ioprio_set": (251, ("who", 1, 1)),    # IOPRIO_WHO_PROCESS = 1
+    "setpriority": (141, ("who", 0, 1)),  # PRIO_PROCESS = 0
+    "ioprio_set": (251, ("who", 1, 1)),  # IOPRIO_WHO_PROCESS = 1
     "ptrace": (101, ("never",)),
     "pidfd_send_signal": (424, ("never",)),
     "pidfd_getfd": (438, ("never",)),
@@ -89,16 +90,18 @@ def _ins(code: int, k: int, jt: int = 0, jf: int = 0) -> tuple[int, int, int, in
 def program(pid: int) -> list[tuple[int, int, int, int]]:
     """The BPF program for a worker whose pid (as it sees itself) is `pid`."""
     deny = _RET_ERRNO | errno.EPERM
-    prog = [_ins(_LD_W_ABS, _OFF_ARCH),
-            _ins(_JEQ_K, _AUDIT_ARCH_X86_64, jt=1),
-            _ins(_RET_K, _RET_KILL_PROCESS),
-            _ins(_LD_W_ABS, _OFF_NR),
-            _ins(_JGE_K, _X32_SYSCALL_BIT, jf=1),
-            _ins(_RET_K, deny)]
+    prog = [
+        _ins(_LD_W_ABS, _OFF_ARCH),
+        _ins(_JEQ_K, _AUDIT_ARCH_X86_64, jt=1),
+        _ins(_RET_K, _RET_KILL_PROCESS),
+        _ins(_LD_W_ABS, _OFF_NR),
+        _ins(_JGE_K, _X32_SYSCALL_BIT, jf=1),
+        _ins(_RET_K, deny),
+    ]
     for nr, rule in SYSCALLS_X86_64.values():
         block = _rule_block(rule, pid, deny)
-        prog.append(_ins(_LD_W_ABS, _OFF_NR))           # the accumulator may hold an argument now
-        prog.append(_ins(_JEQ_K, nr, jf=len(block)))   # not this call: skip its block
+        prog.append(_ins(_LD_W_ABS, _OFF_NR))  # the accumulator may hold an argument now
+        prog.append(_ins(_JEQ_K, nr, jf=len(block)))  # not this call: skip its block
         prog.extend(block)
     prog.append(_ins(_RET_K, _RET_ALLOW))
     return prog
@@ -123,7 +126,7 @@ def _allowed_values(offset: int, values: list[int], deny: int) -> list:
     out = [_ins(_LD_W_ABS, offset)]
     n = len(values)
     for j, v in enumerate(values):
-        out.append(_ins(_JEQ_K, v, jt=n - j))          # -> ret allow
+        out.append(_ins(_JEQ_K, v, jt=n - j))  # -> ret allow
     out += [_ins(_RET_K, deny), _ins(_RET_K, _RET_ALLOW)]
     return out
 
@@ -156,8 +159,15 @@ def install() -> str:
         return f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
     # seccomp(2) with TSYNC covers threads torch or the runtime may already have started
     libc.syscall.restype = ctypes.c_long
-    if libc.syscall(ctypes.c_long(_SYS_SECCOMP), ctypes.c_long(_SECCOMP_SET_MODE_FILTER),
-                    ctypes.c_long(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog)) == 0:
+    if (
+        libc.syscall(
+            ctypes.c_long(_SYS_SECCOMP),
+            ctypes.c_long(_SECCOMP_SET_MODE_FILTER),
+            ctypes.c_long(_SECCOMP_FILTER_FLAG_TSYNC),
+            ctypes.byref(fprog),
+        )
+        == 0
+    ):
         return ""
     err = ctypes.get_errno()
     if err == errno.ENOSYS or err == errno.EINVAL:  # kernels before 3.17: this thread only

@@ -17,12 +17,13 @@ they can be, which is where such a path goes wrong. K's multiple of 128 is 256 o
 the CPU backend by a cost cap per shape (COST_CAP: about 10-20 ms of the CPU backend's time for
 a 32 x 32 tiled kernel). The same seed gives the same shapes (`check --seed S` reproduces a run).
 """
+
 from __future__ import annotations
 
 import random
 
 MODULI = (4, 8, 32, 128)  # each divides the next: the classes below rely on it
-ODD_MAX = 255            # odd dimensions are drawn from 1 .. ODD_MAX
+ODD_MAX = 255  # odd dimensions are drawn from 1 .. ODD_MAX
 # cost of a shape ~ the work of a kernel tiled by 32 (GEMM: padded M*N*K; relu: M * padded N,
 # whose CPU cost per element is higher: a warp vote per word)
 COST_CAP = {3: 600_000, 2: 12_288}
@@ -43,7 +44,7 @@ def _aligned(rng: random.Random, m: int, is_k: bool) -> int:
     """A multiple of m that is not a multiple of 2m (any multiple for the largest modulus)."""
     if m == MODULI[-1]:
         return m * rng.choice((2, 3) if is_k else (1, 2, 3))
-    top = max(1, 200 // m)                       # odd multipliers up to about 200 / m
+    top = max(1, 200 // m)  # odd multipliers up to about 200 / m
     return m * rng.randrange(1, top + 1, 2)
 
 
@@ -79,10 +80,8 @@ def draw(ndims: int, seed: int) -> list[tuple[int, ...]]:
     return shapes
 
 
-
-
 def dim_names(shape) -> tuple[str, ...]:
-    return ("M", "N", "K")[:len(shape)]
+    return ("M", "N", "K")[: len(shape)]
 
 
 def alignment(shape) -> str:

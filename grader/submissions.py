@@ -26,6 +26,7 @@ with several candidate files, one with a kernel cell / marker line for the exerc
 wins, else one whose name contains the exercise, else the only one. Whatever cannot be
 read becomes a Submission with a `problem` that says why, never an exception.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,9 +45,9 @@ SOURCE_SUFFIXES = (".cu", ".ipynb")
 @dataclass
 class Submission:
     student_id: str
-    path: Path | None          # the file the kernel came from
+    path: Path | None  # the file the kernel came from
     source: str | bytes | None  # the kernel file's text (bytes: not UTF-8)
-    problem: str = ""          # why there is no source (no kernel cell, no file...)
+    problem: str = ""  # why there is no source (no kernel cell, no file...)
 
     def __post_init__(self):  # a name from a zip may not be UTF-8 (lone surrogates): keep it printable
         self.student_id = printable(self.student_id)
@@ -72,6 +73,7 @@ PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun", "%%debug")
 @dataclass
 class KernelCell:
     """A notebook's kernel cell: the kernel file, and the cell line its first line is on."""
+
     source: str
     first_line: int = 1
 
@@ -133,24 +135,38 @@ def _literal_cell(exercise: str, src: str) -> KernelCell | SubmissionError:
     except (SyntaxError, ValueError) as e:
         return SubmissionError(
             f"its `# kernel: {exercise}` cell is not valid Python (line {e.lineno or 0}: {getattr(e, 'msg', e)}); "
-            "the cell must set SOURCE = r\'\'\'...\'\'\' to the kernel file")
+            "the cell must set SOURCE = r'''...''' to the kernel file"
+        )
     literal = None
     for node in tree.body:
-        target = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, ast.AnnAssign) and node.value is not None else []
-        if (len(target) == 1 and isinstance(target[0], ast.Name) and target[0].id == "SOURCE"
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        target = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value is not None
+            else []
+        )
+        if (
+            len(target) == 1
+            and isinstance(target[0], ast.Name)
+            and target[0].id == "SOURCE"
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             literal = literal or node
     if literal is None:
-        return SubmissionError(f"its `# kernel: {exercise}` cell does not set SOURCE to one string literal "
-                               "(SOURCE = r\'\'\'...\'\'\'; it is read, never run)")
+        return SubmissionError(
+            f"its `# kernel: {exercise}` cell does not set SOURCE to one string literal "
+            "(SOURCE = r'''...'''; it is read, never run)"
+        )
     others = [line for line in _source_bindings(tree) if line != literal.lineno]
     if others:
         return SubmissionError(
             f"its `# kernel: {exercise}` cell rewrites SOURCE after setting it (line {others[0]} of the cell): "
             "the grader grades the string literal only (the cell is read, never run), so it would grade another "
-            "kernel than the one your notebook runs. Put the whole kernel file in the one SOURCE = r\'\'\'...\'\'\' "
-            "literal, and change SOURCE nowhere else.")
+            "kernel than the one your notebook runs. Put the whole kernel file in the one SOURCE = r'''...''' "
+            "literal, and change SOURCE nowhere else."
+        )
     value = literal.value
     exact = value.end_lineno is not None and value.value.count("\n") == value.end_lineno - value.lineno
     return KernelCell(value.value, value.lineno if exact else 1)
@@ -174,7 +190,7 @@ def _kernel_cells(nb) -> dict[str, KernelCell | SubmissionError]:
             found[open_exercise] = _literal_cell(open_exercise, src)
             continue
         if lines and lines[0].lstrip().startswith("%%"):
-            if (m := MARKER.match(lines[1] if len(lines) > 1 else "")):
+            if m := MARKER.match(lines[1] if len(lines) > 1 else ""):
                 found[m.group(1)] = KernelCell("\n".join(lines[1:]) + "\n", 2)
                 continue
         elif lines and (m := MARKER.match(lines[0])):
@@ -188,7 +204,8 @@ def _kernel_cells(nb) -> dict[str, KernelCell | SubmissionError]:
                     f"cell {number} (counting every cell from 1) rewrites SOURCE (its line {rebinds[0]}) after the "
                     f"`# kernel: {open_exercise}` cell: the grader grades that cell's string literal only, so it "
                     "would grade another kernel than the one your notebook runs. Put the final kernel file in the "
-                    "kernel cell's literal, and change SOURCE nowhere else.")
+                    "kernel cell's literal, and change SOURCE nowhere else."
+                )
     return found
 
 
@@ -211,9 +228,11 @@ def notebook_source(path: Path, exercise: str) -> str:
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
     if cell is None:
-        raise SubmissionError(f"{path.name} has no kernel cell for {exercise}: a code cell whose first line is "
-                              f"`# kernel: {exercise}` and that sets SOURCE to the kernel file (or a CUDA cell "
-                              f"starting `// grader: {exercise}`)")
+        raise SubmissionError(
+            f"{path.name} has no kernel cell for {exercise}: a code cell whose first line is "
+            f"`# kernel: {exercise}` and that sets SOURCE to the kernel file (or a CUDA cell "
+            f"starting `// grader: {exercise}`)"
+        )
     if isinstance(cell, SubmissionError):
         raise SubmissionError(f"{path.name}: {cell}")
     return cell.as_graded
@@ -229,6 +248,7 @@ def read(source_or_path, exercise: str) -> tuple[str, str]:
     """(kernel source, file name) of what `check` is given: kernel text, a .cu path, or a notebook
     (its kernel cell for `exercise`)."""
     from .binding import read_source  # torch: only when a kernel is really read
+
     text = str(source_or_path)
     if "\n" not in text and text.lower().endswith(".ipynb") and Path(text).is_file():
         return notebook_source(Path(text), exercise), kernel_filename(Path(text))
@@ -242,6 +262,7 @@ def _running_kernel_cell(source: str, exercise: str) -> KernelCell | None:
     cell it came from in IPython's input history (the latest `# kernel: EXERCISE` cell whose
     literal is this text), so that messages give that cell's line numbers. None elsewhere."""
     import sys
+
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
     history = getattr(shell, "user_ns", {}).get("In", []) if shell is not None else []
@@ -283,6 +304,7 @@ def _pick(files: list[Path], exercise: str) -> Path | None:
             except (ValueError, RecursionError):
                 return False
         return any((m := MARKER.match(line)) and m.group(1) == exercise for line in text.splitlines()[:20])
+
     for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix.lower() == ".cu"):
         hits = [p for p in files if rule(p)]
         if len(hits) == 1 or (hits and rule is marked):
@@ -313,13 +335,21 @@ def _discover_entry(entry: Path, exercise: str, subs: list[Submission]) -> None:
     if entry.is_file() and entry.suffix.lower() in SOURCE_SUFFIXES:
         subs.append(_read(entry, exercise))
     elif entry.is_dir():
-        files = sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix.lower() in SOURCE_SUFFIXES
-                       and not any(part.startswith(".") for part in p.relative_to(entry).parts))
+        files = sorted(
+            p
+            for p in entry.rglob("*")
+            if p.is_file()
+            and p.suffix.lower() in SOURCE_SUFFIXES
+            and not any(part.startswith(".") for part in p.relative_to(entry).parts)
+        )
         chosen = _pick(files, exercise) if files else None
         if chosen is None:
-            why = "no .cu file or notebook" if not files else \
-                f"several candidate files ({', '.join(p.name for p in files[:5])}) and none marked " \
+            why = (
+                "no .cu file or notebook"
+                if not files
+                else f"several candidate files ({', '.join(p.name for p in files[:5])}) and none marked "
                 f"`// grader: {exercise}`"
+            )
             subs.append(Submission(entry.name, None, None, f"{entry.name}/: {why}"))
         else:
             sub = _read(chosen, exercise)

@@ -10,6 +10,7 @@ flushed by writing a buffer twice its size, so every run reads its inputs from
 device memory. Runs stop when the median is known to `rel_err` (the standard
 error of the mean over the median), after `min_runs`, or at `max_seconds`.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,8 @@ class Timing:
     p10_ms: float
     p90_ms: float
     runs: int
-    rel_err: float      # standard error of the mean / median
-    host_ms: float      # wall-clock per call, synchronised (cross-check for hidden streams)
+    rel_err: float  # standard error of the mean / median
+    host_ms: float  # wall-clock per call, synchronised (cross-check for hidden streams)
 
     @property
     def spread(self) -> float:
@@ -64,10 +65,19 @@ def _percentile(sorted_xs: list[float], q: float) -> float:
     return sorted_xs[i]
 
 
-def time_gpu(fns: dict[str, Callable[[], object]], *, warmup: int = 3, min_runs: int = 10,
-             max_runs: int = 500, rel_err: float = 0.005, max_seconds: float = 10.0,
-             flush: bool | str = True, before_round: Callable[[], object] | None = None,
-             after_round: Callable[[], bool] | None = None, warmup_ms: float = 0.0) -> dict[str, Timing]:
+def time_gpu(
+    fns: dict[str, Callable[[], object]],
+    *,
+    warmup: int = 3,
+    min_runs: int = 10,
+    max_runs: int = 500,
+    rel_err: float = 0.005,
+    max_seconds: float = 10.0,
+    flush: bool | str = True,
+    before_round: Callable[[], object] | None = None,
+    after_round: Callable[[], bool] | None = None,
+    warmup_ms: float = 0.0,
+) -> dict[str, Timing]:
     """Median time of each function in ms, measured with CUDA events (see module doc).
 
     flush: True or "write" (default), "read" (see flush_l2), or False. warmup_ms: after the
@@ -123,9 +133,15 @@ def _sem(xs: list[float]) -> float:
 
 def _summary(xs: list[float], host: list[float]) -> Timing:
     s = sorted(xs)
-    return Timing(median_ms=statistics.median(s), min_ms=s[0], p10_ms=_percentile(s, 0.1),
-                  p90_ms=_percentile(s, 0.9), runs=len(s), rel_err=_sem(s),
-                  host_ms=statistics.median(host))
+    return Timing(
+        median_ms=statistics.median(s),
+        min_ms=s[0],
+        p10_ms=_percentile(s, 0.1),
+        p90_ms=_percentile(s, 0.9),
+        runs=len(s),
+        rel_err=_sem(s),
+        host_ms=statistics.median(host),
+    )
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:

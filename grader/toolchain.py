@@ -15,6 +15,7 @@ submission never recompiles. The contract's launcher declarations are prepended 
 `#line 1` directive, so diagnostics keep the learner's line numbers): a launcher
 with the wrong parameter types is then a compile error at the learner's line.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,7 @@ from .procs import run_all
 
 # compile (-c); the link is `nvcc -shared`. -g1 for the host code: the call check names the learner's line.
 NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-Xcompiler", "-g1", "--std=c++17")
-REFUSED = "forbidden.txt"   # in a build's cache folder instead of kernel.so: the call check refused it
+REFUSED = "forbidden.txt"  # in a build's cache folder instead of kernel.so: the call check refused it
 COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
 MAX_MESSAGE_LINES = 40
 
@@ -86,8 +87,10 @@ def gpu_arch() -> str:
     import torch
 
     if not torch.cuda.is_available():
-        raise CannotGrade("No CUDA GPU is visible to torch. Use --backend cpu (correctness only), "
-                          "or run on a machine with an NVIDIA GPU.")
+        raise CannotGrade(
+            "No CUDA GPU is visible to torch. Use --backend cpu (correctness only), "
+            "or run on a machine with an NVIDIA GPU."
+        )
     major, minor = torch.cuda.get_device_capability()
     return f"sm_{major}{minor}"
 
@@ -96,6 +99,7 @@ def gpu_arch() -> str:
 @dataclass(frozen=True)
 class Build:
     """A built library and what it was built from."""
+
     path: Path
     backend: str
     exercise: str | None
@@ -119,9 +123,17 @@ def _with_prelude(source: str, exercise: str | None, filename: str) -> str:
 _FAILED: dict[tuple[str, float], CompileError] = {}  # compile errors of this process, by build key and time limit
 
 
-def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
-          filename: str = "kernel.cu", extra_flags: tuple[str, ...] = (),
-          sanitize: bool = False, timeout: float | None = None, check_calls: bool = True) -> Build:
+def build(
+    source: str,
+    *,
+    backend: str = "cuda",
+    exercise: str | None = None,
+    filename: str = "kernel.cu",
+    extra_flags: tuple[str, ...] = (),
+    sanitize: bool = False,
+    timeout: float | None = None,
+    check_calls: bool = True,
+) -> Build:
     """Compile `source` (a kernel file's text) and return the cached library.
 
     Raises CompileError with the compiler's diagnostics (the learner's line
@@ -134,12 +146,15 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
     if backend == "cuda":
         nvcc = find_nvcc()
         if not nvcc:
-            raise CannotGrade("nvcc not found. Install the CUDA toolkit (its major version must match "
-                              "torch.version.cuda) or set CUDA_HOME; or use --backend cpu.")
+            raise CannotGrade(
+                "nvcc not found. Install the CUDA toolkit (its major version must match "
+                "torch.version.cuda) or set CUDA_HOME; or use --backend cpu."
+            )
         arch = gpu_arch()
         ident = f"nvcc {nvcc_version()} {arch} {' '.join(NVCC_FLAGS)}"
     elif backend == "cpu":
         from . import cpu, hostcc
+
         hostcc.require()  # no g++, or clang: the machine's problem (exit 2), not the kernel's
         ident = f"cpu {cpu.toolchain_id()} sanitize={sanitize}"
     else:
@@ -164,10 +179,18 @@ def build(source: str, *, backend: str = "cuda", exercise: str | None = None,
             _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout, check_calls)
         else:
             from . import cpu
-            cpu.compile_library(source, work / "kernel.so", filename=filename,
-                                prelude=contract.declarations(exercise) if exercise else "",
-                                sanitize=sanitize, workdir=work, timeout=timeout, defines=extra_flags,
-                                check_calls=check_calls)
+
+            cpu.compile_library(
+                source,
+                work / "kernel.so",
+                filename=filename,
+                prelude=contract.declarations(exercise) if exercise else "",
+                sanitize=sanitize,
+                workdir=work,
+                timeout=timeout,
+                defines=extra_flags,
+                check_calls=check_calls,
+            )
         _publish(work, out_dir)
     except Forbidden as e:  # cached like a build: the same file is refused at once next time
         shutil.rmtree(work, ignore_errors=True)
@@ -194,8 +217,17 @@ def _publish(work: Path, out_dir: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filename: str,
-                  work: Path, extra_flags: tuple[str, ...], timeout: float, check_calls: bool = True) -> str:
+def _nvcc_compile(
+    nvcc: str,
+    arch: str,
+    source: str,
+    exercise: str | None,
+    filename: str,
+    work: Path,
+    extra_flags: tuple[str, ...],
+    timeout: float,
+    check_calls: bool = True,
+) -> str:
     """nvcc -c, the call check on that object (not on the static CUDA runtime), then nvcc -shared."""
     src, obj = work / "kernel.cu", work / "kernel.o"
     src.write_text(_with_prelude(source, exercise, filename) + CUDA_EPILOGUE)
@@ -204,8 +236,10 @@ def _nvcc_compile(nvcc: str, arch: str, source: str, exercise: str | None, filen
     def run(cmd: list[str]) -> str:
         results = run_all([cmd], work, max(0.0, deadline - time.monotonic()))
         if results is None:
-            raise CompileError(f"nvcc did not finish within {timeout:.0f} s "
-                               "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).")
+            raise CompileError(
+                f"nvcc did not finish within {timeout:.0f} s "
+                "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer)."
+            )
         returncode, out = results[0]
         if returncode != 0:
             raise CompileError(diagnostics(out, filename, work, exercise), out)
@@ -260,14 +294,20 @@ class KernelResources:
     stack_bytes: int
 
     def __str__(self) -> str:
-        spills = "no spills" if not (self.spill_stores or self.spill_loads) else \
-            f"SPILLS {self.spill_stores} B stored / {self.spill_loads} B loaded"
-        return (f"{self.kernel}: {self.registers} registers, {self.shared_bytes} B shared memory, "
-                f"{self.stack_bytes} B stack, {spills}")
+        spills = (
+            "no spills"
+            if not (self.spill_stores or self.spill_loads)
+            else f"SPILLS {self.spill_stores} B stored / {self.spill_loads} B loaded"
+        )
+        return (
+            f"{self.kernel}: {self.registers} registers, {self.shared_bytes} B shared memory, "
+            f"{self.stack_bytes} B stack, {spills}"
+        )
 
 
-def resource_usage(source: str, *, exercise: str | None = None, arch: str | None = None,
-                   filename: str = "kernel.cu") -> list[KernelResources]:
+def resource_usage(
+    source: str, *, exercise: str | None = None, arch: str | None = None, filename: str = "kernel.cu"
+) -> list[KernelResources]:
     """Registers, shared memory and spills per kernel, from `nvcc -Xptxas -v`.
 
     Works without a GPU when `arch` is given (e.g. 'sm_90').
@@ -279,8 +319,11 @@ def resource_usage(source: str, *, exercise: str | None = None, arch: str | None
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp, "kernel.cu")
         src.write_text(_with_prelude(source, exercise, filename))
-        results = run_all([[nvcc, f"-arch={arch}", "-O3", "-c", "-Xptxas", "-v", "-o", str(Path(tmp, "k.o")),
-                            str(src)]], tmp, COMPILE_TIMEOUT_S)
+        results = run_all(
+            [[nvcc, f"-arch={arch}", "-O3", "-c", "-Xptxas", "-v", "-o", str(Path(tmp, "k.o")), str(src)]],
+            tmp,
+            COMPILE_TIMEOUT_S,
+        )
         if results is None:
             raise CompileError(f"nvcc did not finish within {COMPILE_TIMEOUT_S:.0f} s")
         returncode, log = results[0]
@@ -303,8 +346,11 @@ def parse_ptxas(log: str) -> list[KernelResources]:
         m = re.search(r"Used (\d+) registers", line)
         if m and current:
             smem = re.search(r"(\d+) bytes smem", line)
-            found.append(KernelResources(current, int(m.group(1)), int(smem.group(1)) if smem else 0,
-                                         stack[1], stack[2], stack[0]))
+            found.append(
+                KernelResources(
+                    current, int(m.group(1)), int(smem.group(1)) if smem else 0, stack[1], stack[2], stack[0]
+                )
+            )
             current, stack = None, (0, 0, 0)
     return found
 

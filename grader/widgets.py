@@ -14,6 +14,7 @@ that picture as a PNG, the static fallback that nbval, GitHub and PDF exports sh
 only reads traces into plain data (the `*_data` functions, tested on their own) and wires
 controls to the plots; it draws nothing itself.
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,12 +26,19 @@ from pathlib import Path
 from . import plots
 
 # Small shapes (M, N, K) or (M, N) that still have edge blocks, so a trace of every block is cheap.
-SHAPES = {"naive": (40, 36, 24), "tiled": (48, 40, 64), "conflict_free": (48, 40, 64),
-          "register_blocked": (136, 132, 16), "gemm_relu": (136, 132, 16), "relu_mask": (3, 200)}
+SHAPES = {
+    "naive": (40, 36, 24),
+    "tiled": (48, 40, 64),
+    "conflict_free": (48, 40, 64),
+    "register_blocked": (136, 132, 16),
+    "gemm_relu": (136, 132, 16),
+    "relu_mask": (3, 200),
+}
 FLOAT = 4
 
 
 # ---------------------------------------------------------------- the trace, read
+
 
 def _get(rec, name, default=None):
     return rec.get(name, default) if isinstance(rec, dict) else getattr(rec, name, default)
@@ -40,6 +48,7 @@ class Access:
     """One warp-level access of a trace (a grader.profile.WarpAccess, or the same fields as a dict).
     `occurrence` counts from the start of the kernel here (see `accesses`); `merged` > 1: nvcc
     loads this and the next merged-1 occurrences as one wider load; 0: absorbed into such a load."""
+
     __slots__ = ("kernel", "line", "block", "warp", "space", "op", "buffer", "occurrence", "lanes", "merged", "epoch")
 
     def __init__(self, rec, lanes=None, epoch=0):
@@ -85,11 +94,13 @@ def profile_of(source, exercise: str, shape=None, blocks="all"):
     if not isinstance(source, (str, Path)):
         return source  # already a profile
     from .submissions import read
+
     text, _ = read(source, exercise)
     shape = tuple(shape or (() if blocks == "sample" else SHAPES.get(exercise, ()))) or None
     key = (hashlib.sha256(text.encode()).hexdigest(), exercise, shape, repr(blocks))
     if key not in _CACHE:
         from . import profile
+
         p = profile.run(exercise, text, shape, blocks=blocks, trace=blocks != "sample", resources=False)
         p._widget_source = text
         if p.trace is not None:
@@ -141,6 +152,7 @@ def shared_extent(acc: list[Access]) -> dict[str, int]:
 
 # ---------------------------------------------------------------- one warp access, as drawn
 
+
 def lane_units(a: Access) -> dict[int, list[int]]:
     """lane -> the 32-byte sectors (global) or 4-byte words (shared) it touches. A load that nvcc
     merges with the next ones (`merged` k > 1) is drawn as the k*4-byte load it becomes."""
@@ -148,8 +160,9 @@ def lane_units(a: Access) -> dict[int, list[int]]:
     out = {}
     for lane, _, off, size in a.lanes:
         size = width or size
-        out[lane] = (list(range(off // 32, (off + size - 1) // 32 + 1)) if a.space == "global"
-                     else list(_elements(off, size)))
+        out[lane] = (
+            list(range(off // 32, (off + size - 1) // 32 + 1)) if a.space == "global" else list(_elements(off, size))
+        )
     return out
 
 
@@ -170,12 +183,18 @@ def line_cost(p, key) -> dict | None:
     for r in getattr(p, "per_line", None) or []:
         if (r.get("kernel"), r.get("line"), r.get("space"), r.get("op"), r.get("buffer")) == tuple(key):
             units = r.get("sectors", r.get("wavefronts"))
-            return {"requests": r["requests"], "units": units, "unit": "sectors" if "sectors" in r else "wavefronts",
-                    "per_request": units / r["requests"] if r["requests"] else 0.0, "conflicts": r.get("conflicts")}
+            return {
+                "requests": r["requests"],
+                "units": units,
+                "unit": "sectors" if "sectors" in r else "wavefronts",
+                "per_request": units / r["requests"] if r["requests"] else 0.0,
+                "conflicts": r.get("conflicts"),
+            }
     return None
 
 
 # ---------------------------------------------------------------- data for each picture
+
 
 def thread_data(p, block, thread) -> dict[str, dict]:
     """The elements of each buffer (launcher matrices and __shared__ arrays, 32 banks wide) that
@@ -202,10 +221,15 @@ def thread_data(p, block, thread) -> dict[str, dict]:
         r, w = set(reads[name]), set(writes[name])
         panels[name + (" (shared, 32 banks wide)" if shared else "")] = {
             "shape": (rows, cols),
-            "layers": [("read", [_cell(i, cols) for i in r - w]), ("written", [_cell(i, cols) for i in w - r]),
-                       ("read and written", [_cell(i, cols) for i in r & w])],
+            "layers": [
+                ("read", [_cell(i, cols) for i in r - w]),
+                ("written", [_cell(i, cols) for i in w - r]),
+                ("read and written", [_cell(i, cols) for i in r & w]),
+            ],
             "note": f"{sum(reads[name].values())} element reads, {sum(writes[name].values())} writes",
-            "xlabel": "bank" if shared else "column", "ylabel": "128-byte row" if shared else "row"}
+            "xlabel": "bank" if shared else "column",
+            "ylabel": "128-byte row" if shared else "row",
+        }
         if not shared and block_writes[name]:
             cells = [_cell(i, cols) for i in block_writes[name]]
             rs, cs = [c[0] for c in cells], [c[1] for c in cells]
@@ -263,15 +287,26 @@ def warp_data(p, a: Access) -> dict:
         say = f"{len(a.lanes)} lanes -> {n} sector(s) of 32 B: {32 * n} B moved for {used} B used"
     else:
         n = busiest_bank(a)
-        say = (f"{len(a.lanes)} lanes; busiest bank: {n} distinct word(s)"
-               + ("" if a.merged == 1 else " (absorbed into an earlier wide load: no request of its own)"
-                  if a.merged == 0 else f" (one {32 * a.merged}-bit load for {a.merged} of the source's loads)"))
+        say = f"{len(a.lanes)} lanes; busiest bank: {n} distinct word(s)" + (
+            ""
+            if a.merged == 1
+            else " (absorbed into an earlier wide load: no request of its own)"
+            if a.merged == 0
+            else f" (one {32 * a.merged}-bit load for {a.merged} of the source's loads)"
+        )
     if cost:
-        say += (f"\nline {a.line}, every recorded warp: {cost['per_request']:.3g} {cost['unit']} per request"
-                + (f", {cost['conflicts'] / cost['requests']:.3g} of them bank conflicts"
-                   if cost["unit"] == "wavefronts" and cost.get("conflicts") else ""))
-    return {"lane_units": units, "kind": "sector" if a.space == "global" else "bank", "n": n, "say": say,
-            "per_request": cost.get("per_request")}
+        say += f"\nline {a.line}, every recorded warp: {cost['per_request']:.3g} {cost['unit']} per request" + (
+            f", {cost['conflicts'] / cost['requests']:.3g} of them bank conflicts"
+            if cost["unit"] == "wavefronts" and cost.get("conflicts")
+            else ""
+        )
+    return {
+        "lane_units": units,
+        "kind": "sector" if a.space == "global" else "bank",
+        "n": n,
+        "say": say,
+        "per_request": cost.get("per_request"),
+    }
 
 
 def steps(p, block) -> dict:
@@ -301,12 +336,16 @@ def tile_data(p, block, step: int, thread=None) -> dict[str, dict]:
         if k > step:
             continue
         if a.space == "global" and a.op == "ld" and a.buffer in ("A", "B"):
-            (now if k == step else before)[a.buffer].update(e for *_, off, size in a.lanes for e in _elements(off, size))
+            (now if k == step else before)[a.buffer].update(
+                e for *_, off, size in a.lanes for e in _elements(off, size)
+            )
         elif a.space == "shared" and k == step:
             if a.op == "st":
                 now[a.buffer].update(e for *_, off, size in a.lanes for e in _elements(off, size))
             elif thread is not None:
-                mine[a.buffer].update(e for _, t, off, size in a.lanes if t == tuple(thread) for e in _elements(off, size))
+                mine[a.buffer].update(
+                    e for _, t, off, size in a.lanes if t == tuple(thread) for e in _elements(off, size)
+                )
     panels = {}
     for name in ("A", "B"):
         if name not in shapes or not (now[name] or before[name]):
@@ -317,20 +356,27 @@ def tile_data(p, block, step: int, thread=None) -> dict[str, dict]:
         if cur:
             rs, cs = [r for r, _ in cur], [c for _, c in cur]
             box = (min(rs), min(cs), max(rs) + 1, max(cs) + 1)
-        panels[name] = {"shape": (rows, cols), "box": box,
-                        "layers": [("earlier steps", [_cell(i, cols) for i in before[name] - now[name]]),
-                                   ("this step", cur)],
-                        "note": f"this step: rows {box[0]}-{box[2] - 1}, columns {box[1]}-{box[3] - 1}" if box else ""}
+        panels[name] = {
+            "shape": (rows, cols),
+            "box": box,
+            "layers": [("earlier steps", [_cell(i, cols) for i in before[name] - now[name]]), ("this step", cur)],
+            "note": f"this step: rows {box[0]}-{box[2] - 1}, columns {box[1]}-{box[3] - 1}" if box else "",
+        }
         if box is None:
             del panels[name]["box"]
     for name in sorted(ext):
         rows = -(-ext[name] // 32)
         panels[f"{name} (shared, 32 banks wide)"] = {
-            "shape": (rows, 32), "xlabel": "bank", "ylabel": "128-byte row",
-            "layers": [("this step", [_cell(i, 32) for i in now[name]]),
-                       ("this thread", [_cell(i, 32) for i in mine[name]])],
-            "note": f"{len(now[name])} words stored this step" + (f", {len(mine[name])} read by the thread"
-                                                                 if thread is not None else "")}
+            "shape": (rows, 32),
+            "xlabel": "bank",
+            "ylabel": "128-byte row",
+            "layers": [
+                ("this step", [_cell(i, 32) for i in now[name]]),
+                ("this thread", [_cell(i, 32) for i in mine[name]]),
+            ],
+            "note": f"{len(now[name])} words stored this step"
+            + (f", {len(mine[name])} read by the thread" if thread is not None else ""),
+        }
     return panels
 
 
@@ -351,7 +397,13 @@ def mask_data(p, block, warp, occurrence: int) -> list[dict]:
                     writer[e] = (a.warp, lane)
     rows = []
     for a in acc:
-        if a.space == "global" and a.op == "st" and a.buffer == "mask" and a.warp == warp and a.occurrence == occurrence:
+        if (
+            a.space == "global"
+            and a.op == "st"
+            and a.buffer == "mask"
+            and a.warp == warp
+            and a.occurrence == occurrence
+        ):
             for lane, _, off, size in a.lanes:
                 for word in _elements(off, size):
                     r, w = divmod(word, W)
@@ -366,9 +418,14 @@ def mask_data(p, block, warp, occurrence: int) -> list[dict]:
 
 def mask_stores(p) -> list[tuple]:
     """(block, warp, occurrence) of every mask store in the trace."""
-    return sorted({(a.block, a.warp, a.occurrence) for a in accesses(p.trace)
-                   if a.space == "global" and a.op == "st" and a.buffer == "mask"},
-                  key=lambda t: (t[0][::-1], t[1], t[2]))
+    return sorted(
+        {
+            (a.block, a.warp, a.occurrence)
+            for a in accesses(p.trace)
+            if a.space == "global" and a.op == "st" and a.buffer == "mask"
+        },
+        key=lambda t: (t[0][::-1], t[1], t[2]),
+    )
 
 
 # ---------------------------------------------------------------- counts and the roofline
@@ -395,8 +452,12 @@ LESSON = {
     "tiled": ("bytes_per_flop", "global_loads_per_fma", "shared_loads_per_fma"),
     "conflict_free": ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request", "bytes_per_flop"),
     "register_blocked": ("shared_loads_per_fma", "wavefronts_per_shared_request", "bytes_per_flop"),
-    "relu_mask": ("forward_bytes_read_per_element", "forward_bytes_written_per_element",
-                  "backward_bytes_read_per_element", "backward_bytes_written_per_element"),
+    "relu_mask": (
+        "forward_bytes_read_per_element",
+        "forward_bytes_written_per_element",
+        "backward_bytes_read_per_element",
+        "backward_bytes_written_per_element",
+    ),
     "gemm_relu": ("bytes_per_flop", "C_writes_per_element", "C_bytes_per_element", "mask_bytes_per_element"),
 }
 
@@ -420,11 +481,13 @@ def measured_tflops(kernels: dict, n: int = 2048) -> dict[str, float]:
     """On a GPU: TFLOP/s at n^3 of each {label: (source, exercise)} whose exercise has the `gemm`
     launcher (grader.lab.time_gemms, cached per source); {} without a GPU."""
     import torch
+
     if not torch.cuda.is_available():
         return {}
     from . import lab
     from .binding import load
     from .submissions import read
+
     todo, out = {}, {}
     for label, (src, ex) in kernels.items():
         if ex in ("naive", "tiled", "conflict_free", "register_blocked"):
@@ -451,6 +514,7 @@ def _kernels(source, exercise, others) -> dict:
 
 # ---------------------------------------------------------------- the widgets
 
+
 def _friendly(fn):
     """A kernel that does not compile or is wrong has no profile worth drawing: say so in one
     message (the grader's own, with its fix) instead of a traceback, and return None."""
@@ -459,11 +523,13 @@ def _friendly(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kw):
         from .errors import GraderError
+
         try:
             return fn(*args, **kw)
         except GraderError as e:
             print(f"grader.widgets.{fn.__name__}: nothing to draw until the kernel compiles and is correct.\n{e}")
             return None
+
     return wrapper
 
 
@@ -506,8 +572,17 @@ def _make_view():
 
 def _slider(desc, hi, value=0, **kw):
     import ipywidgets as w
-    return w.IntSlider(value=min(value, max(0, hi)), min=0, max=max(0, hi), description=desc, continuous_update=False,
-                       style={"description_width": "initial"}, layout=w.Layout(width="260px"), **kw)
+
+    return w.IntSlider(
+        value=min(value, max(0, hi)),
+        min=0,
+        max=max(0, hi),
+        description=desc,
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=w.Layout(width="260px"),
+        **kw,
+    )
 
 
 @_friendly
@@ -524,8 +599,10 @@ def thread_map(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0,
 
     def draw():
         b, t = (bx.value, by.value, 0), (tx.value, ty.value, 0)
-        return plots.cells(thread_data(p, b, t), title=f"{exercise}, {_shape_text(p.shape)}: thread {t[:2]} "
-                                                      f"of block {b[:2]}")
+        return plots.cells(
+            thread_data(p, b, t), title=f"{exercise}, {_shape_text(p.shape)}: thread {t[:2]} of block {b[:2]}"
+        )
+
     return _make_view()(controls, draw)
 
 
@@ -535,17 +612,38 @@ def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, spac
     a warp and an occurrence: the 32 lanes against the 32-byte sectors (global) or the 32 banks
     (shared) they touch, with what it costs. Starts on the costliest instruction (or `line`/`buffer`)."""
     import ipywidgets as w
+
     p = profile_of(source, exercise, shape)
     keys = instructions(p)
-    start = next((k for k in keys if (line is None or k[1] == line) and (buffer is None or k[4] == buffer)
-                  and (space is None or k[2] == space)), None) if (line or buffer or space) else None
+    start = (
+        next(
+            (
+                k
+                for k in keys
+                if (line is None or k[1] == line)
+                and (buffer is None or k[4] == buffer)
+                and (space is None or k[2] == space)
+            ),
+            None,
+        )
+        if (line or buffer or space)
+        else None
+    )
     start = start or worst_instruction(p) or keys[0]
-    pick = w.Dropdown(options=[(instruction_label(p, k), k) for k in keys], value=start, description="instruction",
-                      layout=w.Layout(width="620px"))
+    pick = w.Dropdown(
+        options=[(instruction_label(p, k), k) for k in keys],
+        value=start,
+        description="instruction",
+        layout=w.Layout(width="620px"),
+    )
     blocks, dims = blocks_and_threads(p)
     n_warps = -(-dims[0] * dims[1] * dims[2] // 32)
-    blk = w.Dropdown(options=[(str(b[:2]), b) for b in blocks], value=tuple(block) if tuple(block) in blocks else blocks[0],
-                     description="block", layout=w.Layout(width="170px"))
+    blk = w.Dropdown(
+        options=[(str(b[:2]), b) for b in blocks],
+        value=tuple(block) if tuple(block) in blocks else blocks[0],
+        description="block",
+        layout=w.Layout(width="170px"),
+    )
     wp = _slider("warp", n_warps - 1, warp)
     occ = _slider("occurrence", 0)
 
@@ -553,13 +651,20 @@ def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, spac
         acc = warp_accesses(p, pick.value, blk.value, wp.value)
         occ.max = max(0, len(acc) - 1)
         if not acc:
-            return plots.warp_lanes({}, "bank" if pick.value[2] == "shared" else "sector",
-                                    title=f"warp {wp.value} never runs this instruction in block {blk.value[:2]}")
+            return plots.warp_lanes(
+                {},
+                "bank" if pick.value[2] == "shared" else "sector",
+                title=f"warp {wp.value} never runs this instruction in block {blk.value[:2]}",
+            )
         a = acc[min(occ.value, len(acc) - 1)]
         d = warp_data(p, a)
-        return plots.warp_lanes(d["lane_units"], d["kind"],
-                                title=f"{instruction_label(p, a.key)[:80]}\nblock {a.block[:2]}, warp {a.warp}, "
-                                      f"occurrence {a.occurrence}: {d['say']}")
+        return plots.warp_lanes(
+            d["lane_units"],
+            d["kind"],
+            title=f"{instruction_label(p, a.key)[:80]}\nblock {a.block[:2]}, warp {a.warp}, "
+            f"occurrence {a.occurrence}: {d['say']}",
+        )
+
     return _make_view()([pick, blk, wp, occ], draw, caption=_per_line_caption(p))
 
 
@@ -577,9 +682,12 @@ def tile_walk(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 
 
     def draw():
         t = (tx.value, ty.value, 0)
-        return plots.cells(tile_data(p, block, st.value, t),
-                           title=f"{exercise}, {_shape_text(p.shape)}: block {tuple(block)[:2]}, step {st.value} of {n}"
-                                 f" (thread {t[:2]}'s shared reads in green)")
+        return plots.cells(
+            tile_data(p, block, st.value, t),
+            title=f"{exercise}, {_shape_text(p.shape)}: block {tuple(block)[:2]}, step {st.value} of {n}"
+            f" (thread {t[:2]}'s shared reads in green)",
+        )
+
     return _make_view()([c for c in (st, tx, ty) if c.max > 0] or [st], draw)
 
 
@@ -588,29 +696,46 @@ def mask_bits(source, exercise: str = "relu_mask", shape=None):
     """Pick a warp's mask store: which lane's element each bit of the stored words describes, and
     which lane stores each word (a __ballot_sync word, or words assembled with shuffles)."""
     import ipywidgets as w
+
     p = profile_of(source, exercise, shape)
     stores = mask_stores(p)
     if not stores:
         print(f"grader.widgets.mask_bits: the kernel stores no mask words at {_shape_text(p.shape)}")
         return None
-    pick = w.Dropdown(options=[(f"block {b[:2]}, warp {wp}, store #{o}", (b, wp, o)) for b, wp, o in stores],
-                      value=stores[0], description="mask store", layout=w.Layout(width="380px"))
+    pick = w.Dropdown(
+        options=[(f"block {b[:2]}, warp {wp}, store #{o}", (b, wp, o)) for b, wp, o in stores],
+        value=stores[0],
+        description="mask store",
+        layout=w.Layout(width="380px"),
+    )
 
     def draw():
         b, wp, o = pick.value
-        return plots.mask_bits(mask_data(p, b, wp, o), title=f"{exercise}, {_shape_text(p.shape)}: block {b[:2]}, "
-                                                             f"warp {wp}, its mask store #{o}")
+        return plots.mask_bits(
+            mask_data(p, b, wp, o),
+            title=f"{exercise}, {_shape_text(p.shape)}: block {b[:2]}, warp {wp}, its mask store #{o}",
+        )
+
     return _make_view()([pick], draw)
 
 
 @_friendly
-def roofline(source, exercise: str, others: dict | None = None, shape=None, *, measured="auto",
-             peak_tflops: float = 66.9, bandwidth_tbs: float = 4.0):
+def roofline(
+    source,
+    exercise: str,
+    others: dict | None = None,
+    shape=None,
+    *,
+    measured="auto",
+    peak_tflops: float = 66.9,
+    bandwidth_tbs: float = 4.0,
+):
     """The kernel's point (and `others`', as in `compare`) on the roofline: intensity from its
     counted global bytes per FLOP (sampled blocks at the exercise's profile shape); on a GPU
     ("auto") its measured TFLOP/s as dots. Tick kernels in or out. Roof: the H200's FP32 peak
     and measured copy bandwidth, unless given."""
     import ipywidgets as w
+
     kernels = _kernels(source, exercise, others)
     profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
     points = {k: intensity(p) for k, p in profs.items() if intensity(p)}
@@ -621,15 +746,29 @@ def roofline(source, exercise: str, others: dict | None = None, shape=None, *, m
 
     def draw():
         shown = {b.description: points[b.description] for b in boxes if b.value}
-        return plots.roofline(shown, peak_tflops, bandwidth_tbs, measured=measured or None,
-                              title=f"global bytes counted on the CPU backend; {where}",
-                              xlabel="FLOP per byte of the global-memory sectors the warps request (counted)")
+        return plots.roofline(
+            shown,
+            peak_tflops,
+            bandwidth_tbs,
+            measured=measured or None,
+            title=f"global bytes counted on the CPU backend; {where}",
+            xlabel="FLOP per byte of the global-memory sectors the warps request (counted)",
+        )
+
     return _make_view()(boxes, draw)
 
 
 @_friendly
-def compare(source, exercise: str, others: dict | None = None, shape=None, *, extra: dict | None = None,
-            measured="auto", names=None):
+def compare(
+    source,
+    exercise: str,
+    others: dict | None = None,
+    shape=None,
+    *,
+    extra: dict | None = None,
+    measured="auto",
+    names=None,
+):
     """Your kernel's access counts beside `others`' ({label: path or source}, or {label: (path,
     exercise)} for another exercise's kernel), e.g. the previous rung, counted on the CPU backend
     at one shape: a table and one bar chart per figure (the exercise's lesson's, or `names`).
@@ -655,9 +794,12 @@ def compare(source, exercise: str, others: dict | None = None, shape=None, *, ex
 def _table_html(table: dict[str, dict[str, float]]) -> str:
     figs = list(dict.fromkeys(f for row in table.values() for f in row))
     head = "".join(f"<th>{k}</th>" for k in table)
-    body = "".join(f"<tr><td style='text-align:left'>{f}</td>"
-                   + "".join(f"<td>{table[k][f]:.3g}</td>" if f in table[k] else "<td>–</td>" for k in table)
-                   + "</tr>" for f in figs)
+    body = "".join(
+        f"<tr><td style='text-align:left'>{f}</td>"
+        + "".join(f"<td>{table[k][f]:.3g}</td>" if f in table[k] else "<td>–</td>" for k in table)
+        + "</tr>"
+        for f in figs
+    )
     return f"<table><tr><th></th>{head}</tr>{body}</table>"
 
 
@@ -665,6 +807,7 @@ def _show(html: str, fig) -> None:
     try:
         from IPython import get_ipython
         from IPython.display import HTML, display
+
         if get_ipython() is not None:
             display(HTML(html), fig)
             return
@@ -682,12 +825,17 @@ def _per_line_caption(p) -> str:
         cost = r.get("sectors", r.get("wavefronts"))
         unit = "sectors" if "sectors" in r else "wavefronts"
         per = f"{cost / r['requests']:.2f} {unit}/request" if r.get("requests") and cost is not None else ""
-        cells.append(f"<tr><td>{r.get('line')}</td><td>{r.get('space')} {r.get('op')}</td><td>{r.get('requests')}</td>"
-                     f"<td>{per}</td><td>{r.get('conflicts', '')}</td></tr>")
+        cells.append(
+            f"<tr><td>{r.get('line')}</td><td>{r.get('space')} {r.get('op')}</td><td>{r.get('requests')}</td>"
+            f"<td>{per}</td><td>{r.get('conflicts', '')}</td></tr>"
+        )
     sampled = getattr(p, "sampled", "")
-    return ("<details><summary>every memory instruction, counted over the traced blocks"
-            + (f" ({sampled})" if sampled else "") + "</summary><table><tr><th>line</th><th>access</th>"
-            "<th>requests</th><th>cost</th><th>bank conflicts</th></tr>" + "".join(cells) + "</table></details>")
+    return (
+        "<details><summary>every memory instruction, counted over the traced blocks"
+        + (f" ({sampled})" if sampled else "")
+        + "</summary><table><tr><th>line</th><th>access</th>"
+        "<th>requests</th><th>cost</th><th>bank conflicts</th></tr>" + "".join(cells) + "</table></details>"
+    )
 
 
 def _shape_text(shape) -> str:

@@ -9,6 +9,7 @@ the inputs (from a seed the parent chose) before every round and checking every
 round's output (FreshRounds), and reports the times and the first bad round. A
 crash here costs the parent nothing but this submission's verdict.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -37,7 +38,14 @@ def _load(path: str, exercise: str, backend: str, key: str | None = None) -> Ker
 
 
 GUARD = 1024  # elements of poison before and after each buffer a test call gets
-GEMM_ONLY = ("naive", "tiled", "conflict_free", "register_blocked", "register_1d", "cpu_blocked")  # C = A B: column sums are linear
+GEMM_ONLY = (
+    "naive",
+    "tiled",
+    "conflict_free",
+    "register_blocked",
+    "register_1d",
+    "cpu_blocked",
+)  # C = A B: column sums are linear
 OUTPUT_FILE_CAP = 64 << 20  # bytes any file written by the worker (its stdout log) may grow to
 
 
@@ -53,14 +61,15 @@ def _guard_word(dtype: torch.dtype, device, is_input: bool = False) -> torch.Ten
     return torch.tensor([_poison_word(dtype, is_input)], dtype=torch.int32, device=device)
 
 
-def _guarded(shape: list[int], dtype: torch.dtype, device, content: torch.Tensor | None = None,
-             after: int = GUARD) -> tuple[torch.Tensor, torch.Tensor]:
+def _guarded(
+    shape: list[int], dtype: torch.dtype, device, content: torch.Tensor | None = None, after: int = GUARD
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A tensor of `shape` (poisoned, or a copy of the input `content`) inside a buffer whose
     GUARD elements before it and `after` elements after it hold a guard word: a write out of
     bounds lands there and shows. Returns (tensor, whole buffer)."""
     numel = int(np.prod(shape, dtype=np.int64))
     base = _guard_word(dtype, device, content is not None).repeat(numel + GUARD + after).view(dtype)
-    inner = base[GUARD:GUARD + numel].view(shape)
+    inner = base[GUARD : GUARD + numel].view(shape)
     if content is not None:
         inner.copy_(content)
     return inner, base
@@ -69,11 +78,13 @@ def _guarded(shape: list[int], dtype: torch.dtype, device, content: torch.Tensor
 def _damage(name: str, base: torch.Tensor, numel: int, is_input: bool) -> str | None:
     """How a kernel wrote outside `name`, judged by its guard zones; None when it did not."""
     bits, word = base.view(torch.int32), _guard_word(base.dtype, base.device, is_input)
-    hit_after = (bits[GUARD + numel:] != word).nonzero().flatten()
+    hit_after = (bits[GUARD + numel :] != word).nonzero().flatten()
     hit_before = (bits[:GUARD] != word).nonzero().flatten()
     if len(hit_after):
-        return (f"wrote past the end of {name}: {len(hit_after)} element(s) in the {len(bits) - GUARD - numel} after it "
-                f"(the first at index {numel + int(hit_after[0])} of a {numel}-element array)")
+        return (
+            f"wrote past the end of {name}: {len(hit_after)} element(s) in the {len(bits) - GUARD - numel} after it "
+            f"(the first at index {numel + int(hit_after[0])} of a {numel}-element array)"
+        )
     if len(hit_before):
         return f"wrote before the start of {name}: {len(hit_before)} element(s) at negative indices"
     return None
@@ -101,8 +112,9 @@ def digest(t: torch.Tensor) -> str:
     return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
 
 
-def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
-             digests: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
+def run_case(
+    mod: KernelModule, shape, inputs: dict[str, torch.Tensor], digests: dict[str, str] | None = None
+) -> dict[str, torch.Tensor]:
     """Call every launcher of the exercise once, in order, and return their outputs.
 
     Each launcher's outputs are read as soon as it has run, so a later launcher cannot do an
@@ -132,7 +144,7 @@ def run_case(mod: KernelModule, shape, inputs: dict[str, torch.Tensor],
         for n, (t, base) in zip(contract.outputs(launcher), outs):
             results[keys[launcher.name, n]] = t.detach().cpu().clone()  # read now: nothing later may change it
             produced.setdefault(n, (t, base))
-        later = {n for l in launchers[i + 1:] for n in contract.inputs(l)}
+        later = {n for l in launchers[i + 1 :] for n in contract.inputs(l)}
         for n, (t, _) in guarded.items():
             if n not in later and n not in hashes:
                 hashes[n] = digest(t)
@@ -164,14 +176,21 @@ class FreshRounds:
     reference of that round's inputs, and the inputs with the copy taken before the round.
     """
 
-    def __init__(self, exercise: str, shape, ins: dict[str, torch.Tensor], outs: dict[str, torch.Tensor],
-                 seed: int, n_rows: int = 4):
+    def __init__(
+        self,
+        exercise: str,
+        shape,
+        ins: dict[str, torch.Tensor],
+        outs: dict[str, torch.Tensor],
+        seed: int,
+        n_rows: int = 4,
+    ):
         self.exercise, self.shape, self.ins, self.outs = exercise, tuple(shape), ins, outs
         self.gen = torch.Generator(device=next(iter(ins.values())).device).manual_seed(seed)
         self.pick = np.random.default_rng(seed)
         self.n_rows = n_rows
         self.rounds = 0
-        self.failure: str | None = None      # what went wrong in the first bad round
+        self.failure: str | None = None  # what went wrong in the first bad round
         self.inputs_changed: list[str] = []
         self.refresh()
 
@@ -197,14 +216,18 @@ class FreshRounds:
         for name in case.expected:
             mm = checks.compare(case, name, self.outs[name][rows].cpu())
             if mm:
-                self.failure = (f"in round {self.rounds} (inputs drawn afresh every round), rows {rows}:\n"
-                                + mm.describe(case.shape))
+                self.failure = (
+                    f"in round {self.rounds} (inputs drawn afresh every round), rows {rows}:\n"
+                    + mm.describe(case.shape)
+                )
                 return True
         # the rows above are a sample; these look at every row, cheaply
         unwritten = [k for k, v in self.outs.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
         if unwritten:  # the poison left anywhere (rows skipped at the timed size), or a NaN/inf
-            self.failure = (f"in round {self.rounds} (inputs drawn afresh every round): {', '.join(unwritten)} "
-                            "holds NaN/inf or elements never written")
+            self.failure = (
+                f"in round {self.rounds} (inputs drawn afresh every round): {', '.join(unwritten)} "
+                "holds NaN/inf or elements never written"
+            )
             return True
         return self.exercise in GEMM_ONLY and not self._column_sums_ok()
 
@@ -216,8 +239,10 @@ class FreshRounds:
         tol = checks.gemm_tolerance(a.abs().sum(0) @ b.abs(), self.shape[2])
         bad = ((c.sum(0) - expected).abs() > tol).nonzero().flatten()
         if len(bad):
-            self.failure = (f"in round {self.rounds} (inputs drawn afresh every round): the sums of "
-                            f"{len(bad)} of C's columns (e.g. column {int(bad[0])}) are off: some rows are wrong")
+            self.failure = (
+                f"in round {self.rounds} (inputs drawn afresh every round): the sums of "
+                f"{len(bad)} of C's columns (e.g. column {int(bad[0])}) are off: some rows are wrong"
+            )
         return not len(bad)
 
 
@@ -233,8 +258,10 @@ def _own_gemm_then_pass(mod: KernelModule, pass_mod: KernelModule, ins: dict, di
     if not hasattr(mod.launch, "gemm"):
         raise LauncherError(
             "the timed run compares gemm_relu with your own GEMM followed by a separate bias + ReLU + mask "
-            "pass, so the file must also define\n    extern \"C\" " + contract.GEMM.signature +
-            "\n(your kernel without the epilogue: C = A . B)")
+            'pass, so the file must also define\n    extern "C" '
+            + contract.GEMM.signature
+            + "\n(your kernel without the epilogue: C = A . B)"
+        )
     dev = ins["A"].device
     c = torch.empty(dims["M"], dims["N"], device=dev)
     y = torch.empty_like(c)
@@ -246,6 +273,7 @@ def _own_gemm_then_pass(mod: KernelModule, pass_mod: KernelModule, ins: dict, di
     def gemm_then_pass():
         gemm()
         pass_mod.launch.bias_relu_mask(c, ins["bias"], y, mask)
+
     return gemm_then_pass, gemm
 
 
@@ -294,8 +322,9 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
         saved = torch.relu(ins["X"])
         calls["torch"] = lambda: (torch.relu(ins["X"]), torch.ops.aten.threshold_backward(ins["dY"], saved, 0))
     rounds = FreshRounds(mod.exercise, shape, ins, outputs["kernel"], req["seed"])
-    times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0), before_round=rounds.refresh,
-                     after_round=rounds.check)
+    times = time_gpu(
+        calls, max_seconds=req.get("max_seconds", 10.0), before_round=rounds.refresh, after_round=rounds.check
+    )
     mod.check_error("timed runs", synchronize=True)
     if req.get("baseline") == "torch" and "torch" in times:
         times["baseline"] = times["torch"]
@@ -306,8 +335,11 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
 def _device() -> dict:
     """The GPU, and a generous bound on its float32 peak: 128 FMA lanes per SM at 2.5 GHz."""
     p = torch.cuda.get_device_properties(torch.cuda.current_device())
-    return {"name": p.name, "sms": p.multi_processor_count,
-            "peak_fp32_tflops": p.multi_processor_count * 128 * 2 * 2.5e9 / 1e12}
+    return {
+        "name": p.name,
+        "sms": p.multi_processor_count,
+        "peak_fp32_tflops": p.multi_processor_count * 128 * 2 * 2.5e9 / 1e12,
+    }
 
 
 def serve(result_fd: int, stdin_fd: int = 0) -> int:
@@ -320,6 +352,7 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
 
     def send(meta: dict, arrays: dict | None = None) -> None:
         protocol.send(result_fd, meta | {"token": token}, arrays)
+
     cases = []
     while (m := protocol.recv(stdin_fd)) is not None:
         cases.append(m)
@@ -333,8 +366,11 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
     try:
         # the baseline first: once the submission's code has run (its library's constructors
         # included), nothing it could have swapped is loaded any more
-        base = (_load(req["baseline_lib"], req["baseline_exercise"], "cuda", req.get("baseline_key"))
-                if req.get("timing") and req.get("baseline_lib") else None)
+        base = (
+            _load(req["baseline_lib"], req["baseline_exercise"], "cuda", req.get("baseline_key"))
+            if req.get("timing") and req.get("baseline_lib")
+            else None
+        )
         mod = _load(req["lib"], req["exercise"], req["backend"], req.get("lib_key"))
     except GraderError as e:
         send({"fatal": str(e)})
@@ -358,22 +394,39 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
                 if mod.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
-            send({"case": meta["case"], "schedule": seed, "inputs_sha256": digests}
-                 | ({"profile": profile.take(mod)} if counted else {}),
-                 {k: v.numpy() for k, v in outs.items()})
+            send(
+                {"case": meta["case"], "schedule": seed, "inputs_sha256": digests}
+                | ({"profile": profile.take(mod)} if counted else {}),
+                {k: v.numpy() for k, v in outs.items()},
+            )
     if req.get("timing") and req["timing"].get("host"):  # a host exercise: timed on the CPU (grader.host)
         from . import host
+
         try:
             times, rounds = host.time_kernels(req["timing"], req["exercise"])
-            send({"timing": times, "inputs_changed": rounds.inputs_changed, "timed_failure": rounds.failure,
-                  "rounds": rounds.rounds, "device": {"name": host.cpu_name()}})
+            send(
+                {
+                    "timing": times,
+                    "inputs_changed": rounds.inputs_changed,
+                    "timed_failure": rounds.failure,
+                    "rounds": rounds.rounds,
+                    "device": {"name": host.cpu_name()},
+                }
+            )
         except GraderError as e:
             send({"timing_error": str(e)})
     elif req.get("timing") and mod.backend == "cuda":
         try:
             times, rounds = time_kernels(mod, base, req["timing"])
-            send({"timing": times, "inputs_changed": rounds.inputs_changed, "timed_failure": rounds.failure,
-                  "rounds": rounds.rounds, "device": _device()})
+            send(
+                {
+                    "timing": times,
+                    "inputs_changed": rounds.inputs_changed,
+                    "timed_failure": rounds.failure,
+                    "rounds": rounds.rounds,
+                    "device": _device(),
+                }
+            )
         except LauncherError as e:  # correct, but a launcher the timed comparison needs is missing
             send({"timing_unavailable": str(e)})
         except GraderError as e:
@@ -385,6 +438,7 @@ def _run_step(mod: KernelModule, inputs: dict[str, torch.Tensor], send) -> bool:
     """mlp_step's end-to-end case (grader.mlp.step_outputs): the loss and gradients go back to the parent,
     which compares them with float64 autograd. False when a CUDA error leaves nothing trustworthy."""
     from . import mlp
+
     mod.configure_cpu(schedule_seed=0)
     try:
         outs = mlp.step_outputs(mod, inputs)
@@ -392,8 +446,10 @@ def _run_step(mod: KernelModule, inputs: dict[str, torch.Tensor], send) -> bool:
     except GraderError as e:
         send({"step": True, "error": str(e)})
         return mod.backend != "cuda"
-    send({"step": True, "inputs_sha256": {k: digest(v) for k, v in inputs.items()}},
-         {k: v.numpy() for k, v in outs.items()})
+    send(
+        {"step": True, "inputs_sha256": {k: digest(v) for k, v in inputs.items()}},
+        {k: v.numpy() for k, v in outs.items()},
+    )
     return True
 
 
@@ -407,6 +463,7 @@ def limit_self(parent: int | None = None) -> None:
     if parent != 0:
         try:
             import ctypes
+
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
         except (OSError, AttributeError):
             pass
@@ -427,18 +484,21 @@ def confine() -> str:
     (`python -m grader doctor` reports it)."""
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
         _drop_capabilities(libc)
     except (OSError, AttributeError):
         pass
     from . import seccomp
+
     return seccomp.install()
 
 
 def _drop_capabilities(libc) -> None:
     """capset(2) with empty sets (no-op for an ordinary user)."""
     import ctypes
+
     try:
         with open("/proc/self/status") as f:
             eff = next((ln.split()[1] for ln in f if ln.startswith("CapEff:")), "0")
@@ -447,7 +507,7 @@ def _drop_capabilities(libc) -> None:
     if int(eff, 16) == 0:
         return
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()                 # effective, permitted, inheritable x 2: all empty
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable x 2: all empty
     libc.syscall(126 if os.uname().machine == "x86_64" else 91, header, data)  # SYS_capset (x86_64, aarch64)
 
 

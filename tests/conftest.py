@@ -9,6 +9,7 @@ KERNELS = os.path.join(ROOT, "kernels")
 def _has_gpu() -> bool:
     try:
         import torch
+
         return torch.cuda.is_available()
     except ImportError:
         return False

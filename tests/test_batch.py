@@ -3,6 +3,7 @@ notebooks and student folders, graded into a complete gradebook; a rerun regrade
 what changed. Runs on the CPU backend without a GPU (files share names with
 tests/submissions, so builds made by test_grade are reused from the session cache).
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,9 +23,17 @@ BACKEND = "cuda" if HAS_GPU else "cpu"
 
 
 def _notebook(cells: list[str]) -> str:
-    return json.dumps({"cells": [{"cell_type": "code", "source": c, "outputs": [], "metadata": {},
-                                  "execution_count": None} for c in cells],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "source": c, "outputs": [], "metadata": {}, "execution_count": None}
+                for c in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 @pytest.fixture
@@ -35,11 +44,16 @@ def folder(tmp_path):
         shutil.copy(SUBS / name, d / name)
     (d / "frank").mkdir()  # a student folder with a notebook whose kernel cell is marked
     good = (SUBS / "good_tiled_comment_mentions_cublas.cu").read_text()
-    (d / "frank" / "lab.ipynb").write_text(_notebook([
-        "import grader",
-        "%%writefile naive.cu\n// grader: naive\n" + (SUBS / "wrong_index.cu").read_text(),  # an early try
-        '# kernel: naive\nSOURCE = r"""' + good + '"""\nmod = grader.load(SOURCE, "naive")',  # the last wins
-        'grader.check("naive", "naive.cu")']))
+    (d / "frank" / "lab.ipynb").write_text(
+        _notebook(
+            [
+                "import grader",
+                "%%writefile naive.cu\n// grader: naive\n" + (SUBS / "wrong_index.cu").read_text(),  # an early try
+                '# kernel: naive\nSOURCE = r"""' + good + '"""\nmod = grader.load(SOURCE, "naive")',  # the last wins
+                'grader.check("naive", "naive.cu")',
+            ]
+        )
+    )
     (d / "gina.ipynb").write_text(_notebook(["print('no kernel cell here')"]))
     (d / "empty_folder").mkdir()
     return d
@@ -52,8 +66,8 @@ def _csv(path: Path) -> dict[str, dict]:
 
 def test_notebook_kernel_marker():
     from grader.submissions import notebook_kernel
-    nb = _notebook(["x = 1", "%%writefile t.cu\n// grader: tiled\nA", "// grader: naive\nB",
-                    "// grader: tiled\nC"])
+
+    nb = _notebook(["x = 1", "%%writefile t.cu\n// grader: tiled\nA", "// grader: naive\nB", "// grader: tiled\nC"])
     assert notebook_kernel(nb, "tiled") == "// grader: tiled\nC\n"
     assert notebook_kernel(nb, "naive") == "// grader: naive\nB\n"
     assert notebook_kernel(nb, "gemm_relu") is None
@@ -67,10 +81,34 @@ def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
     out = tmp_path / "out" / "grades.csv"
     rows = batch.run_batch("naive", folder, out, jobs=2, backend=BACKEND, timeout=6, progress=False)
     book = _csv(out)
-    assert set(book) == {"good_naive", "wrong_index", "oob_write", "hang", "binary", "forbidden_cublas",
-                         "frank", "gina", "empty_folder"} == {r["student_id"] for r in rows}
-    for col in ("student_id", "assignment", "score", "max_score", "timestamp", "exercise", "compiled",
-                "correct", "speedup", "threshold", "message"):
+    assert (
+        set(book)
+        == {
+            "good_naive",
+            "wrong_index",
+            "oob_write",
+            "hang",
+            "binary",
+            "forbidden_cublas",
+            "frank",
+            "gina",
+            "empty_folder",
+        }
+        == {r["student_id"] for r in rows}
+    )
+    for col in (
+        "student_id",
+        "assignment",
+        "score",
+        "max_score",
+        "timestamp",
+        "exercise",
+        "compiled",
+        "correct",
+        "speedup",
+        "threshold",
+        "message",
+    ):
         assert col in next(iter(book.values()))
     assert book["good_naive"]["correct"] == "True" and book["good_naive"]["compiled"] == "True"
     if BACKEND == "cpu":
@@ -106,13 +144,29 @@ def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
 
 def test_batch_cli_exit_codes(tmp_path, capsys):
     from grader import cli
+
     assert cli.main(["batch", "naive", str(tmp_path / "nowhere"), "--out", str(tmp_path / "g.csv")]) == 2
     assert cli.main(["batch", "nosuch", str(tmp_path), "--out", str(tmp_path / "g.csv")]) == 2
     d = tmp_path / "one"
     d.mkdir()
     shutil.copy(SUBS / "forbidden_torch.cu", d / "forbidden_torch.cu")
-    assert cli.main(["batch", "naive", str(d), "--out", str(tmp_path / "g.csv"), "--backend", BACKEND,
-                     "--quiet", "--plot", str(tmp_path / "class.png")]) == 0
+    assert (
+        cli.main(
+            [
+                "batch",
+                "naive",
+                str(d),
+                "--out",
+                str(tmp_path / "g.csv"),
+                "--backend",
+                BACKEND,
+                "--quiet",
+                "--plot",
+                str(tmp_path / "class.png"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "1 submissions, 0 passed, 1 failed" in out and "outcomes: forbidden 1" in out
     assert (tmp_path / "class.png").stat().st_size > 1000
@@ -123,13 +177,26 @@ def test_batch_survives_an_internal_error(folder, tmp_path, monkeypatch):
 
     def boom(*a, **k):
         raise RuntimeError("disk on fire")
+
     monkeypatch.setattr(grade, "grade", boom)
     rows = batch.run_batch("naive", folder, tmp_path / "g.csv", jobs=2, backend=BACKEND, progress=False)
     assert len(rows) == 9
     broken = [r for r in rows if r["message"].startswith("could not grade: internal error RuntimeError")]
     assert len(broken) >= 6  # every submission with a source; the rest have their own message
-    assert batch.main(Namespace(exercise="naive", dir=str(folder), out=str(tmp_path / "g.csv"), jobs=2,
-                                backend=BACKEND, thresholds=None, quiet=True)) == 1
+    assert (
+        batch.main(
+            Namespace(
+                exercise="naive",
+                dir=str(folder),
+                out=str(tmp_path / "g.csv"),
+                jobs=2,
+                backend=BACKEND,
+                thresholds=None,
+                quiet=True,
+            )
+        )
+        == 1
+    )
 
 
 def test_unreadable_entries_become_rows_not_crashes(tmp_path):
@@ -143,8 +210,13 @@ def test_unreadable_entries_become_rows_not_crashes(tmp_path):
     good = (SUBS / "good_naive.cu").read_text()
     (d / "alice.cu").write_text(good)
     (d / "alice.ipynb").write_text(_notebook(["# kernel: naive\nSOURCE = r'''" + good + "'''"]))
-    for name, text in (("nb_null", "null"), ("nb_list", "[]"), ("nb_cells_str", '{"cells": ["x"]}'),
-                       ("nb_bad_json", "{"), ("nb_source_ints", '{"cells": [{"cell_type": "code", "source": [1, 2]}]}')):
+    for name, text in (
+        ("nb_null", "null"),
+        ("nb_list", "[]"),
+        ("nb_cells_str", '{"cells": ["x"]}'),
+        ("nb_bad_json", "{"),
+        ("nb_source_ints", '{"cells": [{"cell_type": "code", "source": [1, 2]}]}'),
+    ):
         (d / f"{name}.ipynb").write_text(text)
     (d / "syntax.ipynb").write_text(_notebook(["# kernel: naive\nSOURCE = r'''" + good + "''' +"]))
     (d / "carol").mkdir()
@@ -153,8 +225,18 @@ def test_unreadable_entries_become_rows_not_crashes(tmp_path):
     (d / "UPPER.CU").write_text(good)
     rows = batch.run_batch("naive", d, tmp_path / "g.csv", jobs=2, backend="cpu", progress=False)
     book = {r["student_id"]: r for r in rows}
-    assert set(book) == {"alice.cu", "alice.ipynb", "nb_null", "nb_list", "nb_cells_str", "nb_bad_json",
-                         "nb_source_ints", "syntax", "carol", "UPPER"}
+    assert set(book) == {
+        "alice.cu",
+        "alice.ipynb",
+        "nb_null",
+        "nb_list",
+        "nb_cells_str",
+        "nb_bad_json",
+        "nb_source_ints",
+        "syntax",
+        "carol",
+        "UPPER",
+    }
     for sid in ("alice.cu", "alice.ipynb", "UPPER"):
         assert book[sid]["correct"], (sid, book[sid]["message"])
     for sid in ("nb_null", "nb_list", "nb_cells_str", "nb_bad_json", "nb_source_ints", "syntax", "carol"):

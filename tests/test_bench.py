@@ -1,4 +1,5 @@
 """`bench --from`: the committed H200 results re-rendered without a GPU (table, README block, chart)."""
+
 from pathlib import Path
 
 from grader import bench
@@ -19,8 +20,14 @@ def test_readme_block_is_rewritten_from_saved_rows(tmp_path, capsys):
 
 
 def test_markdown_has_one_row_per_kernel_and_a_column_per_shape():
-    rows = [{"kind": "gemm", "kernel": k, "shape": s, "tflops": t, "pct_of_baseline": p, "speedup_prev": None}
-            for k, s, t, p in [("cublas", "64x64x64", 2.0, 100.0), ("naive", "64x64x64", 1.0, 50.0),
-                               ("cublas", "8x8x8", 0.5, 100.0), ("naive", "8x8x8", 0.25, 50.0)]]
+    rows = [
+        {"kind": "gemm", "kernel": k, "shape": s, "tflops": t, "pct_of_baseline": p, "speedup_prev": None}
+        for k, s, t, p in [
+            ("cublas", "64x64x64", 2.0, 100.0),
+            ("naive", "64x64x64", 1.0, 50.0),
+            ("cublas", "8x8x8", 0.5, 100.0),
+            ("naive", "8x8x8", 0.25, 50.0),
+        ]
+    ]
     md = bench.markdown({"gpu": "X"}, rows)
     assert "| naive | 1.00 | 0.25 | 50.0 |  |" in md

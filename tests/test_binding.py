@@ -1,4 +1,5 @@
 """Loading kernel files and calling their launchers as torch ops (CPU backend here)."""
+
 import os
 
 import pytest
@@ -44,7 +45,7 @@ def test_source_text_works_like_a_path():
 
 def test_misspelt_launcher_is_named_with_the_fix():
     src = open(NAIVE).read().replace('extern "C" void gemm(', 'extern "C" void Gemm(')
-    with pytest.raises(LauncherError, match=r'launcher `gemm` not found'):
+    with pytest.raises(LauncherError, match=r"launcher `gemm` not found"):
         grader.load(src, "naive", backend="cpu")
 
 
@@ -60,9 +61,14 @@ def test_empty_and_binary_files_are_refused_clearly(tmp_path):
 
 
 def test_kernel_printf_reaches_python_stdout(capsys):
-    src = open(NAIVE).read().replace(
-        "if (cRow < M && cCol < N) {",
-        'if (cRow == 0 && cCol == 0) printf("hello from thread 0\\n");\n    if (cRow < M && cCol < N) {')
+    src = (
+        open(NAIVE)
+        .read()
+        .replace(
+            "if (cRow < M && cCol < N) {",
+            'if (cRow == 0 && cCol == 0) printf("hello from thread 0\\n");\n    if (cRow < M && cCol < N) {',
+        )
+    )
     src = "#include <cstdio>\n" + src
     mod = grader.load(src, "naive", backend="cpu")
     mod.gemm(torch.ones(2, 2), torch.ones(2, 2))

@@ -3,6 +3,7 @@
 The GPU is simulated (its name and the measurement are monkeypatched); the measurement itself runs on a
 GPU in test_measured_calibration_passes_the_shipped_solutions and in benchmarks/calibration_check.py.
 """
+
 import json
 
 import pytest
@@ -21,8 +22,14 @@ def gpu(monkeypatch, tmp_path):
 
     def fake_measure(ex, repeat=None):
         state["measured"].append((state["name"], ex.name))
-        return {"threshold": round(0.8 * 2.0, 2), "speedups": {ex.reference: 2.0}, "measured": "2026-12-01 11:00",
-                "gpu": state["name"], "nvcc": "12.5"}
+        return {
+            "threshold": round(0.8 * 2.0, 2),
+            "speedups": {ex.reference: 2.0},
+            "measured": "2026-12-01 11:00",
+            "gpu": state["name"],
+            "nvcc": "12.5",
+        }
+
     monkeypatch.setattr(calibration, "measure", fake_measure)
     return state
 
@@ -70,7 +77,7 @@ def test_the_shipped_solutions_are_the_ones_the_h200_calibration_used():
             continue
         found = calibration.shipped_solutions(ex)
         assert set(found) == set(exercises.SHIPPED_SPEEDUP_H200[name]), name
-        assert all("extern \"C\"" in src for src in found.values())
+        assert all('extern "C"' in src for src in found.values())
 
 
 def test_the_verdict_names_its_calibration(monkeypatch):
@@ -80,8 +87,7 @@ def test_the_verdict_names_its_calibration(monkeypatch):
     res = grade.Result("tiled", "cuda", correct=True, calibration="measured here on Tesla T4")
     ex = exercises.get("tiled")
     run = type("Run", (), {"crashed": False, "timed_out": False})()
-    meta = {"timing": {"kernel": {"median_ms": 1.0}, "baseline": {"median_ms": 2.0},
-                       "cublas": {"median_ms": 0.5}}}
+    meta = {"timing": {"kernel": {"median_ms": 1.0}, "baseline": {"median_ms": 2.0}, "cublas": {"median_ms": 0.5}}}
     run.messages = [(meta, {})]
     monkeypatch.setattr(grade, "plausibility", lambda *a, **k: "")
     grade._verdict_speed(res, ex, run)

@@ -20,7 +20,7 @@ def test_float32_results_in_any_order_pass():
     # k-reversed accumulation in float32: a different rounding, still float32
     acc = torch.zeros(a.shape[0], b.shape[1])
     for k in reversed(range(a.shape[1])):
-        acc += a[:, k:k + 1] * b[k:k + 1, :]
+        acc += a[:, k : k + 1] * b[k : k + 1, :]
     assert checks.compare(c, "C", acc) is None
 
 
@@ -111,7 +111,7 @@ def test_relu_mask_bits_past_n_are_named_not_called_unwritten():
 # ---------------------------------------------------------------------------- ReLU and epilogue hints
 def _relu_outputs(c):
     x = c.inputs["X"]
-    keep = checks.unpack_mask(c.inputs["mask"], c.shape[1])[:, :c.shape[1]]
+    keep = checks.unpack_mask(c.inputs["mask"], c.shape[1])[:, : c.shape[1]]
     return {"Y": x.clamp_min(0), "mask": checks.pack_mask(x > 0), "dX": torch.where(keep, c.inputs["dY"], 0.0)}
 
 
@@ -193,6 +193,8 @@ def test_fallback_hints_are_the_exercises_own():
 def test_separating_condition_names_the_dimension():
     passed = [(17, 33, 65), (131, 9, 97), (64, 64, 64), (5, 7, 96)]
     assert checks.separating_condition([(13, 8, 225), (7, 3, 256)], passed) == "K > 97"
-    assert checks.separating_condition([(41, 59, 32), (9, 9, 64)], [(17, 33, 65), (131, 9, 97), (3, 5, 7)]) \
+    assert (
+        checks.separating_condition([(41, 59, 32), (9, 9, 64)], [(17, 33, 65), (131, 9, 97), (3, 5, 7)])
         == "K is a multiple of 32"
+    )
     assert checks.separating_condition([(41, 59, 32)], [(1, 1, 1)]) == ""  # too little to go on

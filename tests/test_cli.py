@@ -1,4 +1,5 @@
 """`python -m grader check`: exit codes 0 / 1 / 2 and the --json fields (in-process)."""
+
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ BACKEND = "cuda" if HAS_GPU else "cpu"
 
 def _check(capsys, *argv):
     from grader import cli
+
     rc = cli.main(["check", *argv])
     out = capsys.readouterr()
     return rc, out.out, out.err
@@ -32,8 +34,11 @@ def test_could_not_grade_is_2(capsys, tmp_path):
 
 
 def test_graded_and_failed_is_1_with_json(capsys):
-    for name, start in (("forbidden_torch.cu", "forbidden:"), ("empty.cu", "empty.cu is empty"),
-                        ("binary.cu", "binary.cu: not a UTF-8")):
+    for name, start in (
+        ("forbidden_torch.cu", "forbidden:"),
+        ("empty.cu", "empty.cu is empty"),
+        ("binary.cu", "binary.cu: not a UTF-8"),
+    ):
         rc, out, _ = _check(capsys, "naive", str(SUBS / name), "--json", "--backend", BACKEND)
         d = json.loads(out)
         assert rc == 1 and d["passed"] is False and d["compiled"] is False and d["message"].startswith(start)
@@ -42,8 +47,17 @@ def test_graded_and_failed_is_1_with_json(capsys):
 
 
 def test_passed_is_0(capsys):
-    rc, out, _ = _check(capsys, "naive", str(SUBS / "good_naive.cu"), "--backend", BACKEND, "--timeout", "60",
-                        "--compile-timeout", "120")
+    rc, out, _ = _check(
+        capsys,
+        "naive",
+        str(SUBS / "good_naive.cu"),
+        "--backend",
+        BACKEND,
+        "--timeout",
+        "60",
+        "--compile-timeout",
+        "120",
+    )
     assert out.startswith("PASSED" if rc == 0 else "FAILED")
     if BACKEND == "cpu":
         assert rc == 0
@@ -53,8 +67,13 @@ def test_a_notebook_is_graded_by_its_kernel_cell(capsys, tmp_path):
     """`check EXERCISE nb.ipynb` grades the `# kernel: EXERCISE` cell; no such cell is a failed
     submission (1), no such notebook cannot be graded (2)."""
     nb = tmp_path / "alice.ipynb"
-    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": "# kernel: naive\nSOURCE = r'''\n" + (SUBS / "good_naive.cu").read_text() + "'''\n"}
+    cell = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+        "source": "# kernel: naive\nSOURCE = r'''\n" + (SUBS / "good_naive.cu").read_text() + "'''\n",
+    }
     nb.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     rc, out, _ = _check(capsys, "naive", str(nb), "--json", "--backend", BACKEND)
     d = json.loads(out)

@@ -6,6 +6,7 @@ the baselines the wheel carries (kernels/ as grader/_kernels). The fresh venv se
 packages (torch, numpy, ipykernel ...) through a .pth line, so nothing big is installed; an editable
 grader there stays invisible (.pth files of an added directory are not processed).
 """
+
 import json
 import os
 import subprocess
@@ -44,11 +45,16 @@ def _archive(dest: Path) -> Path:
 
 def _venv(dest: Path) -> Path:
     """A venv whose sys.path ends with this test venv's site-packages (pip and setuptools come from there)."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, capture_output=True,
-                   timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, capture_output=True, timeout=300
+    )
     py = dest / "bin" / "python"
-    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(site, "zz_test_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return py
 
@@ -73,17 +79,30 @@ def test_first_cell_installs_the_course_outside_the_repository_and_grades(tmp_pa
     # the kernel: this venv's python (a kernelspec of its own name: no other python3 spec can win)
     spec = tmp_path / "jupyter" / "kernels" / "colab-sim"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "colab-sim", "language": "python"}))
-    env.update(JUPYTER_PATH=str(tmp_path / "jupyter"), GRADER_CACHE=str(tmp_path / "cache"),
-               PIP_NO_BUILD_ISOLATION="0",  # build with the setuptools already there: no download
-               PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
-    run = ("import nbformat, nbclient, sys\n"
-           "nb = nbformat.read('01.ipynb', as_version=4)\n"
-           "nbclient.NotebookClient(nb, kernel_name='colab-sim', timeout=600, resources={'metadata': {'path': '.'}})"
-           ".execute()\n"
-           "nbformat.write(nb, 'out.ipynb')\n")
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "colab-sim",
+                "language": "python",
+            }
+        )
+    )
+    env.update(
+        JUPYTER_PATH=str(tmp_path / "jupyter"),
+        GRADER_CACHE=str(tmp_path / "cache"),
+        PIP_NO_BUILD_ISOLATION="0",  # build with the setuptools already there: no download
+        PIP_NO_INDEX="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    run = (
+        "import nbformat, nbclient, sys\n"
+        "nb = nbformat.read('01.ipynb', as_version=4)\n"
+        "nbclient.NotebookClient(nb, kernel_name='colab-sim', timeout=600, resources={'metadata': {'path': '.'}})"
+        ".execute()\n"
+        "nbformat.write(nb, 'out.ipynb')\n"
+    )
     r = subprocess.run([str(py), "-c", run], capture_output=True, text=True, cwd=content, env=env, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
@@ -95,15 +114,35 @@ def test_first_cell_installs_the_course_outside_the_repository_and_grades(tmp_pa
     assert "correct" in last.lower() or "passed" in last.lower()
 
     # what got installed: a real (non-editable) package that carries kernels/ as grader/_kernels
-    where = subprocess.run([str(py), "-c", "import grader, grader.exercises as e; print(grader.__file__); "
-                                           "print(e.KERNELS_DIR); "
-                                           "print(sorted(p.name for p in e.KERNELS_DIR.glob('*.cu')))"],
-                           capture_output=True, text=True, cwd=content, env=env, check=True).stdout.splitlines()
+    where = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "import grader, grader.exercises as e; print(grader.__file__); "
+            "print(e.KERNELS_DIR); "
+            "print(sorted(p.name for p in e.KERNELS_DIR.glob('*.cu')))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=content,
+        env=env,
+        check=True,
+    ).stdout.splitlines()
     assert where[0].startswith(str(tmp_path / "venv")), where
     assert where[1].endswith("grader/_kernels") and "01_naive.cu" in where[2] and "02_tiled.cu" in where[2]
-    shipped = subprocess.run([str(py), "-c", "from grader import calibration, exercises as e; "
-                                             "print(sorted(calibration.shipped_solutions(e.EXERCISES['tiled'])))"],
-                             capture_output=True, text=True, cwd=content, env=env, check=True).stdout
+    shipped = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "from grader import calibration, exercises as e; "
+            "print(sorted(calibration.shipped_solutions(e.EXERCISES['tiled'])))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=content,
+        env=env,
+        check=True,
+    ).stdout
     assert "02_tiled.cu" in shipped and "03_tiling.ipynb" in shipped  # what a GPU without calibration times
 
 
@@ -120,5 +159,6 @@ def test_every_solution_starts_with_the_same_bootstrap_and_the_repository_is_pyp
 def test_readme_links_every_notebook_to_colab():
     readme = (ROOT / "README.md").read_text()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert lab.colab_url(f"notebooks/{path.name}") in readme, \
+        assert lab.colab_url(f"notebooks/{path.name}") in readme, (
             f"README lacks the Colab link of {path.name}: python -m grader.lab --write-readme"
+        )

@@ -15,8 +15,9 @@ def test_every_exercise_has_launchers_with_a_stream_last():
 
 
 def test_gemm_signature_is_the_documented_one():
-    assert contract.GEMM.signature == ("void gemm(const float* A, const float* B, float* C, "
-                                       "int M, int N, int K, cudaStream_t stream)")
+    assert contract.GEMM.signature == (
+        "void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream)"
+    )
     assert contract.GEMM.argtypes[3] is ctypes.c_int
 
 

@@ -2,6 +2,7 @@
 
 The installs themselves are measured by hand (see the README and the platform note): they take minutes.
 """
+
 import os
 import subprocess
 from pathlib import Path
@@ -35,8 +36,11 @@ def test_torch_is_word_split_with_its_pip_options(tmp_path):
 
 
 def test_torch_index_alone_picks_the_index(tmp_path):
-    assert _torch_args(tmp_path, TORCH_INDEX="https://download.pytorch.org/whl/cu130") == \
-        ["torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cu130"]
+    assert _torch_args(tmp_path, TORCH_INDEX="https://download.pytorch.org/whl/cu130") == [
+        "torch==2.13.0",
+        "--index-url",
+        "https://download.pytorch.org/whl/cu130",
+    ]
 
 
 def test_a_gpu_gets_the_pinned_cuda_build(tmp_path):
@@ -44,14 +48,23 @@ def test_a_gpu_gets_the_pinned_cuda_build(tmp_path):
 
 
 def test_no_gpu_and_no_local_cpu_wheel_uses_pytorchs_cpu_index(tmp_path):
-    args = _torch_args(tmp_path, drop=("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"),
-                       PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1")
+    args = _torch_args(
+        tmp_path,
+        drop=("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"),
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_INDEX="1",
+    )
     assert args == ["torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"]
 
 
-@pytest.mark.skipif(not any(Path(d).glob("torch-2.13.0+cpu*.whl") for d in
-                            os.environ.get("PIP_FIND_LINKS", "/opt/wheels").split() if Path(d).is_dir()),
-                    reason="no local CPU torch wheel on this machine (CI's machine has one)")
+@pytest.mark.skipif(
+    not any(
+        Path(d).glob("torch-2.13.0+cpu*.whl")
+        for d in os.environ.get("PIP_FIND_LINKS", "/opt/wheels").split()
+        if Path(d).is_dir()
+    ),
+    reason="no local CPU torch wheel on this machine (CI's machine has one)",
+)
 def test_no_gpu_with_a_local_cpu_wheel_keeps_the_plain_pin(tmp_path):
     # CI installs exactly `pip install torch==2.13.0`, which resolves to the CPU wheel on its disk
     assert _torch_args(tmp_path) == ["torch==2.13.0"]

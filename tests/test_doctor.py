@@ -3,6 +3,7 @@
 A missing or unusable compiler is the machine's problem: `check` exits 2 ("could not grade") with the
 fix, `batch` writes a "could not grade" row, and nobody sees a traceback.
 """
+
 import csv
 import os
 import subprocess
@@ -30,8 +31,9 @@ def _grader(args, tmp_path, path: str, **env):
     """python -m grader ARGS in a child with the given PATH (and no $CXX unless given)."""
     e = {k: v for k, v in os.environ.items() if k != "CXX"}
     e.update(PATH=path, PYTHONPATH=str(ROOT), GRADER_CACHE=str(tmp_path / "cache"), **env)
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=e,
-                          cwd=tmp_path, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=e, cwd=tmp_path, timeout=300
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -58,8 +60,11 @@ def test_batch_without_a_compiler_writes_could_not_grade_rows(tmp_path):
     subs.mkdir()
     (subs / "alice.cu").write_text(REF.read_text())
     out = tmp_path / "grades.csv"
-    r = _grader(["batch", "naive", str(subs), "--backend", "cpu", "--out", str(out), "--quiet"], tmp_path,
-                path=str(tmp_path / "empty-bin"))
+    r = _grader(
+        ["batch", "naive", str(subs), "--backend", "cpu", "--out", str(out), "--quiet"],
+        tmp_path,
+        path=str(tmp_path / "empty-bin"),
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     row = next(csv.DictReader(out.open()))
@@ -69,8 +74,12 @@ def test_batch_without_a_compiler_writes_could_not_grade_rows(tmp_path):
 
 def test_check_with_clang_says_it_needs_gcc_not_that_the_kernel_is_wrong(tmp_path):
     clang = _fake_tool(tmp_path / "bin", "clang++", "Ubuntu clang version 17.0.6\nTarget: x86_64-pc-linux-gnu")
-    r = _grader(["check", "naive", str(REF), "--backend", "cpu"], tmp_path,
-                path=f"{clang.parent}:{os.environ['PATH']}", CXX="clang++")
+    r = _grader(
+        ["check", "naive", str(REF), "--backend", "cpu"],
+        tmp_path,
+        path=f"{clang.parent}:{os.environ['PATH']}",
+        CXX="clang++",
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "clang" in r.stderr and "needs GCC" in r.stderr and "CXX=g++" in r.stderr
     assert "unknown argument" not in r.stdout + r.stderr and "does not compile" not in r.stdout
@@ -101,9 +110,11 @@ def test_doctor_without_g_plus_plus_fails_and_skips_the_selftest(monkeypatch, ca
 
 
 def test_gcc_versions_are_read_from_distribution_and_conda_banners(tmp_path):
-    for banner, major in (("g++ (Debian 12.2.0-14+deb12u1) 12.2.0", 12),
-                          ("x86_64-conda-linux-gnu-c++ (conda-forge gcc 13.2.0-7) 13.2.0", 13),
-                          ("g++ (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0", 11)):
+    for banner, major in (
+        ("g++ (Debian 12.2.0-14+deb12u1) 12.2.0", 12),
+        ("x86_64-conda-linux-gnu-c++ (conda-forge gcc 13.2.0-7) 13.2.0", 13),
+        ("g++ (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0", 11),
+    ):
         tool = _fake_tool(tmp_path / str(major), "g++", banner + "\nCopyright (C) Free Software Foundation, Inc.")
         c = hostcc.probe(str(tool))
         assert (c.kind, c.major) == ("gcc", major) and hostcc.problem(c) is None
@@ -121,11 +132,15 @@ def test_macos_says_what_works_and_what_does_not(monkeypatch):
 
 # ---------------------------------------------------------------------------- a GPU torch cannot use
 def test_gpu_listed_but_torch_is_the_cpu_build(tmp_path, monkeypatch):
-    smi = _fake_tool(tmp_path / "smi", "nvidia-smi",
-                     "GPU 0: Tesla T4 (UUID: GPU-1)\n| NVIDIA-SMI 550.54  Driver Version: 550.54  CUDA Version: 12.4 |")
+    smi = _fake_tool(
+        tmp_path / "smi",
+        "nvidia-smi",
+        "GPU 0: Tesla T4 (UUID: GPU-1)\n| NVIDIA-SMI 550.54  Driver Version: 550.54  CUDA Version: 12.4 |",
+    )
     monkeypatch.setenv("PATH", f"{smi.parent}:{os.environ['PATH']}")
-    torch = types.SimpleNamespace(version=types.SimpleNamespace(cuda=None),
-                                  cuda=types.SimpleNamespace(is_available=lambda: False))
+    torch = types.SimpleNamespace(
+        version=types.SimpleNamespace(cuda=None), cuda=types.SimpleNamespace(is_available=lambda: False)
+    )
     f = doctor.check_gpu(doctor.Machine(torch=torch))
     assert not f.ok and "torch cannot use it" in f.value and "CUDA 12.4" in f.value
     assert "CPU build" in f.fix and "whl/cu124" in f.fix
@@ -134,16 +149,22 @@ def test_gpu_listed_but_torch_is_the_cpu_build(tmp_path, monkeypatch):
 def test_gpu_listed_but_the_driver_is_too_old_for_torch(tmp_path, monkeypatch):
     import warnings
 
-    smi = _fake_tool(tmp_path / "smi", "nvidia-smi",
-                     "GPU 0: Tesla T4 (UUID: GPU-1)\n| NVIDIA-SMI 535  Driver Version: 535.1  CUDA Version: 12.2 |")
+    smi = _fake_tool(
+        tmp_path / "smi",
+        "nvidia-smi",
+        "GPU 0: Tesla T4 (UUID: GPU-1)\n| NVIDIA-SMI 535  Driver Version: 535.1  CUDA Version: 12.2 |",
+    )
     monkeypatch.setenv("PATH", f"{smi.parent}:{os.environ['PATH']}")
 
     def unavailable():
-        warnings.warn("CUDA initialization: The NVIDIA driver on your system is too old (found version 12020).",
-                      stacklevel=2)
+        warnings.warn(
+            "CUDA initialization: The NVIDIA driver on your system is too old (found version 12020).", stacklevel=2
+        )
         return False
-    torch = types.SimpleNamespace(version=types.SimpleNamespace(cuda="13.0"),
-                                  cuda=types.SimpleNamespace(is_available=unavailable))
+
+    torch = types.SimpleNamespace(
+        version=types.SimpleNamespace(cuda="13.0"), cuda=types.SimpleNamespace(is_available=unavailable)
+    )
     f = doctor.check_gpu(doctor.Machine(torch=torch))
     assert not f.ok and "Update the NVIDIA driver" in f.fix and "CUDA 13.0" in f.fix and "too old" in f.fix
 

@@ -1,4 +1,5 @@
 """The conda environments carry what pyproject.toml asks for (conda cannot run in CI: this checks the files)."""
+
 import re
 from pathlib import Path
 

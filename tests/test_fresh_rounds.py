@@ -1,6 +1,7 @@
 """Timed runs draw fresh inputs every round and check every round's output, so a kernel that
 remembers an earlier answer is caught. The machinery is device-agnostic: CPU tensors here,
 stand-ins for the kernel's launcher in Python."""
+
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,7 @@ def test_a_cached_answer_fails_in_the_second_round():
         if "C" not in cache:
             cache["C"] = ins["A"] @ ins["B"]
         outs["C"].copy_(cache["C"])
+
     assert _rounds(fr, cached) == 2
     assert "in round 2 (inputs drawn afresh" in fr.failure and "elements wrong" in fr.failure
 
@@ -65,6 +67,7 @@ def test_skipping_work_leaves_the_poison_and_fails():
         if not calls:
             torch.matmul(ins["A"], ins["B"], out=outs["C"])
         calls.append(1)
+
     assert _rounds(fr, skips) == 2 and "never written" in fr.failure
 
 
@@ -74,17 +77,20 @@ def test_writing_an_input_is_named():
     def tampers():
         torch.matmul(ins["A"], ins["B"], out=outs["C"])
         ins["B"].zero_()
+
     assert _rounds(fr, tampers) == 1 and fr.inputs_changed == ["B"]
 
 
 def test_relu_mask_and_gemm_relu_honest_kernels_pass():
     from grader.checks import pack_mask
+
     ins, outs, fr = _setup("relu_mask", (6, 70))
 
     def relu_pair():
         outs["Y"].copy_(ins["X"].clamp_min(0))
         outs["mask"].copy_(pack_mask(ins["X"] > 0))
         torch.where(ins["X"] > 0, ins["dY"], torch.zeros_like(ins["dY"]), out=outs["dX"])
+
     assert _rounds(fr, relu_pair) is None, fr.failure
 
     ins, outs, fr = _setup("gemm_relu", (10, 40, 12))
@@ -93,6 +99,7 @@ def test_relu_mask_and_gemm_relu_honest_kernels_pass():
         c = torch.addmm(ins["bias"], ins["A"], ins["B"]).clamp_min(0)
         outs["C"].copy_(c)
         outs["mask"].copy_(pack_mask(c > 0))
+
     assert _rounds(fr, fused) is None, fr.failure
 
 
@@ -106,6 +113,7 @@ def _fake_gpu_timing(monkeypatch):
 
         def elapsed_time(self, other):
             return 1.0
+
     monkeypatch.setattr(timing.torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(timing, "flush_l2", lambda mode="write": None)
@@ -115,9 +123,13 @@ def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
     _fake_gpu_timing(monkeypatch)  # the hooks' order is what is tested
     log = []
     stop_after = 4
-    t = timing.time_gpu({"k": lambda: log.append("k"), "b": lambda: log.append("b")}, warmup=1, min_runs=10,
-                        before_round=lambda: log.append("before"),
-                        after_round=lambda: log.append("after") or log.count("after") == stop_after)
+    t = timing.time_gpu(
+        {"k": lambda: log.append("k"), "b": lambda: log.append("b")},
+        warmup=1,
+        min_runs=10,
+        before_round=lambda: log.append("before"),
+        after_round=lambda: log.append("after") or log.count("after") == stop_after,
+    )
     assert log[:2] == ["k", "b"]  # warm-up
     assert log[2:] == ["before", "k", "b", "after"] * stop_after  # stopped early by after_round
     assert t["k"].runs == stop_after
@@ -149,6 +161,7 @@ extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int
 
 def test_time_kernels_checks_every_round_end_to_end(monkeypatch):
     from grader import binding
+
     _fake_gpu_timing(monkeypatch)
     mod = binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu")
     base = binding.load(KERNELS / "01_naive.cu", "tiled", backend="cpu")
@@ -164,15 +177,26 @@ def test_time_kernels_checks_every_round_end_to_end(monkeypatch):
 
 def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch):
     from grader import binding
+
     _fake_gpu_timing(monkeypatch)
     relu = binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu")
-    times, rounds = worker.time_kernels(relu, None, {"shape": [9, 70], "seed": 3, "baseline": "torch",
-                                                     "max_seconds": 0.0})
+    times, rounds = worker.time_kernels(
+        relu, None, {"shape": [9, 70], "seed": 3, "baseline": "torch", "max_seconds": 0.0}
+    )
     assert {"kernel", "torch"} <= set(times) and rounds.failure is None, rounds.failure
     fused = binding.load(KERNELS / "07_gemm_relu.cu", "gemm_relu", backend="cpu")
     pass_ = binding.load(KERNELS / "07a_bias_relu_pass.cu", "bias_relu_pass", backend="cpu")
-    times, rounds = worker.time_kernels(fused, pass_, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
-                                                       "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0})
+    times, rounds = worker.time_kernels(
+        fused,
+        pass_,
+        {
+            "shape": [20, 70, 12],
+            "seed": 4,
+            "baseline": "lib",
+            "baseline_epilogue": "own_gemm_then_pass",
+            "max_seconds": 0.0,
+        },
+    )
     assert {"kernel", "baseline", "gemm_alone", "cublas"} <= set(times) and rounds.failure is None, rounds.failure
 
 
@@ -181,17 +205,27 @@ def test_gemm_relu_without_its_own_gemm_cannot_be_timed_and_says_what_to_add(mon
     gets a message naming the launcher to add (not a crash, not a silent other baseline)."""
     from grader import binding
     from grader.errors import LauncherError
+
     _fake_gpu_timing(monkeypatch)
     src = (KERNELS / "07_gemm_relu.cu").read_text()
-    only_fused = src[:src.index('extern "C" void gemm(')]  # drop the plain-GEMM launcher (it is last)
+    only_fused = src[: src.index('extern "C" void gemm(')]  # drop the plain-GEMM launcher (it is last)
     path = tmp_path / "fused_only.cu"
     path.write_text(only_fused)
     fused = binding.load(path, "gemm_relu", backend="cpu")
     assert not hasattr(fused.launch, "gemm")
     pass_ = binding.load(KERNELS / "07a_bias_relu_pass.cu", "bias_relu_pass", backend="cpu")
     with pytest.raises(LauncherError, match=r"extern \"C\" void gemm\(const float\* A"):
-        worker.time_kernels(fused, pass_, {"shape": [20, 70, 12], "seed": 4, "baseline": "lib",
-                                           "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0})
+        worker.time_kernels(
+            fused,
+            pass_,
+            {
+                "shape": [20, 70, 12],
+                "seed": 4,
+                "baseline": "lib",
+                "baseline_epilogue": "own_gemm_then_pass",
+                "max_seconds": 0.0,
+            },
+        )
 
 
 def test_warmup_ms_keeps_calling_before_timing(monkeypatch):
@@ -208,10 +242,12 @@ def test_rows_skipped_or_faked_at_the_timed_size_fail_every_time():
 
     def skips_rows():  # leaves 3 rows unwritten (still the poison)
         torch.matmul(ins["A"][:-3], ins["B"], out=outs["C"][:-3])
+
     assert _rounds(fr, skips_rows) == 1 and "never written" in fr.failure
 
     def fakes_rows():  # writes zeros in 3 rows instead of computing them
         torch.matmul(ins["A"], ins["B"], out=outs["C"])
         outs["C"][100:103] = 0.0
+
     ins, outs, fr = _setup("tiled", (256, 64, 96))
     assert _rounds(fr, fakes_rows) == 1 and ("column" in fr.failure or "elements wrong" in fr.failure)

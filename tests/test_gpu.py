@@ -3,6 +3,7 @@
 Skipped (visibly) where torch sees no GPU; run on the GPU machine with
 `python -m pytest -m gpu`.
 """
+
 import json
 import os
 import subprocess
@@ -37,8 +38,7 @@ def test_unchanged_source_does_not_recompile():
     again = grader.load(NAIVE, "naive", backend="cuda")
     assert time.perf_counter() - t0 < 0.1 and again is first
     # a fresh process (or a cleared module table) finds the library on disk
-    assert toolchain.build(open(NAIVE).read(), backend="cuda", exercise="naive",
-                           filename="01_naive.cu").cached
+    assert toolchain.build(open(NAIVE).read(), backend="cuda", exercise="naive", filename="01_naive.cu").cached
 
 
 def test_wrong_device_is_a_clear_type_error():
@@ -48,8 +48,9 @@ def test_wrong_device_is_a_clear_type_error():
 
 
 def _cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -1,5 +1,6 @@
 """batch --per-gpu: children queue on a lock file for the GPU, and their time limit starts when
 they hold it. The lock is the same on the CPU backend, so CI checks it there."""
+
 import fcntl
 import os
 import threading

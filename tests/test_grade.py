@@ -7,6 +7,7 @@ barrier may give garbage, a hang or, by luck, the right answer) and speed is gra
 All submissions are graded once, two at a time, by a module fixture; each test then
 asserts one verdict.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,24 +46,47 @@ CPU_EXPECT = {
     "reduced_precision.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "input_tampering.cu": (True, False, False, r"^the kernel wrote to its input A at shape"),
     "result_replay.cu": (True, False, False, r"exactly the answer it gave for an earlier input"),
-    "hang.cu": (True, False, False, r"^the kernel did not finish (at shape 1x1x1: killed after the time limit"
-                                    r"|within the time limit on the CPU backend, at shape 1x1x1)"),
+    "hang.cu": (
+        True,
+        False,
+        False,
+        r"^the kernel did not finish (at shape 1x1x1: killed after the time limit"
+        r"|within the time limit on the CPU backend, at shape 1x1x1)",
+    ),
     "compile_error.cu": (False, False, False, r"^does not compile:\ncompile_error\.cu\(?:?7"),
     "wrong_launcher_name.cu": (True, False, False, r"launcher `gemm` not found"),
-    "forbidden_cublas.cu": (False, False, False, r"^forbidden: .*\n.*forbidden_cublas\.cu:3: #include <cublas_v2\.h>: cuBLAS"),
+    "forbidden_cublas.cu": (
+        False,
+        False,
+        False,
+        r"^forbidden: .*\n.*forbidden_cublas\.cu:3: #include <cublas_v2\.h>: cuBLAS",
+    ),
     "forbidden_torch.cu": (False, False, False, r"^forbidden: .*\n.*:3: #include <ATen/ATen\.h>: torch"),
-    "forbidden_cutlass.cu": (False, False, False, r"^forbidden: .*\n.*:3: #include <cutlass/gemm/device/gemm\.h>: CUTLASS"),
+    "forbidden_cutlass.cu": (
+        False,
+        False,
+        False,
+        r"^forbidden: .*\n.*:3: #include <cutlass/gemm/device/gemm\.h>: CUTLASS",
+    ),
     "forbidden_dlopen.cu": (False, False, False, r"^forbidden: .*\n.*:4: dlopen: loading libraries"),
     "empty.cu": (False, False, False, r"^empty\.cu is empty"),
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
     # bugs only the shapes drawn from the seed meet (grader.shapes); the seed is in the message
     # (a lane past column N writes its neighbour row's element: on the CPU backend that write-write race on C
     # may be caught before the write past C's end)
-    "fast_path_k32.cu": (True, False, False,
-                         r"(wrote past the end of C|crashed|out-of-bounds|global-memory race on C)(.|\n)*--seed 1234"),
+    "fast_path_k32.cu": (
+        True,
+        False,
+        False,
+        r"(wrote past the end of C|crashed|out-of-bounds|global-memory race on C)(.|\n)*--seed 1234",
+    ),
     "float4_a_checks_n.cu": (True, False, False, r"misaligned address(.|\n)*--seed 1234"),
-    "row_cache_128.cu": (True, False, False,  # first wrong at a K > 128
-                         r"^wrong results on \d+ of \d+ inputs.\nC: .* at shape \d+x\d+x(1[3-9]\d|[2-9]\d\d|\d{4})\b"),
+    "row_cache_128.cu": (
+        True,
+        False,
+        False,  # first wrong at a K > 128
+        r"^wrong results on \d+ of \d+ inputs.\nC: .* at shape \d+x\d+x(1[3-9]\d|[2-9]\d\d|\d{4})\b",
+    ),
     "relu_flat_no_tail.cu": (True, False, False, r"wrote past the end of (Y|dX|mask)"),
     # the relu_mask contract: forward's outputs are read before backward runs, and backward gets
     # a mask the grader made, with X and Y poisoned
@@ -79,14 +103,27 @@ CPU_EXPECT = {
     "mlp_gemm_square_only.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\ngemm's C: "),
 }
 # exercise of each submission (default naive)
-SUB_EXERCISE = {"relu_flat_no_tail.cu": "relu_mask", "relu_lazy_forward.cu": "relu_mask",
-                "relu_backward_ignores_mask.cu": "relu_mask", "relu_bit_order.cu": "relu_mask",
-                "relu_mask_ge.cu": "relu_mask", "relu_no_word_guard.cu": "relu_mask",
-                "gemm_relu_no_bias.cu": "gemm_relu", "mlp_relu_backward_sign.cu": "mlp_step",
-                "mlp_relu_backward_stash.cu": "mlp_step", "mlp_gemm_square_only.cu": "mlp_step"}
+SUB_EXERCISE = {
+    "relu_flat_no_tail.cu": "relu_mask",
+    "relu_lazy_forward.cu": "relu_mask",
+    "relu_backward_ignores_mask.cu": "relu_mask",
+    "relu_bit_order.cu": "relu_mask",
+    "relu_mask_ge.cu": "relu_mask",
+    "relu_no_word_guard.cu": "relu_mask",
+    "gemm_relu_no_bias.cu": "gemm_relu",
+    "mlp_relu_backward_sign.cu": "mlp_step",
+    "mlp_relu_backward_stash.cu": "mlp_step",
+    "mlp_gemm_square_only.cu": "mlp_step",
+}
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
-GPU_ANY_FAILURE = {"missing_barrier.cu", "missing_bounds.cu", "oob_write.cu", "wrong_index.cu",
-                   "oob_read.cu", "fast_path_k32.cu"}  # a GPU's NaN loses the marker payload: plain "wrong results" there
+GPU_ANY_FAILURE = {
+    "missing_barrier.cu",
+    "missing_bounds.cu",
+    "oob_write.cu",
+    "wrong_index.cu",
+    "oob_read.cu",
+    "fast_path_k32.cu",
+}  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
 GPU_UNDEFINED = {"divergent_barrier.cu"}
@@ -114,19 +151,28 @@ HINTS = {  # file -> regex on the hint (either backend)
 
 # kernels/ file -> exercise (05_* are GEMMs with the `gemm` launcher)
 KERNEL_EXERCISE = {
-    "01_naive.cu": "naive", "01a_naive_uncoalesced.cu": "naive", "02_tiled.cu": "tiled",
-    "03_bank_conflicts.cu": "conflict_free", "03_conflict_free.cu": "conflict_free",
-    "04a_register_1d.cu": "register_blocked", "04_register_blocked.cu": "register_blocked",
-    "06_relu_mask.cu": "relu_mask", "07_gemm_relu.cu": "gemm_relu", "08_mlp_step.cu": "mlp_step",
+    "01_naive.cu": "naive",
+    "01a_naive_uncoalesced.cu": "naive",
+    "02_tiled.cu": "tiled",
+    "03_bank_conflicts.cu": "conflict_free",
+    "03_conflict_free.cu": "conflict_free",
+    "04a_register_1d.cu": "register_blocked",
+    "04_register_blocked.cu": "register_blocked",
+    "06_relu_mask.cu": "relu_mask",
+    "07_gemm_relu.cu": "gemm_relu",
+    "08_mlp_step.cu": "mlp_step",
 }
 # kernels/ files that are exercises' kernels (00_machine.cu holds notebook 00's probes, no launcher of the contract)
-KERNEL_FILES = sorted(p.name for p in KERNELS.glob("*.cu")
-                      if re.search(r'extern "C" void (gemm|relu_forward|gemm_relu)\(', p.read_text()))
+KERNEL_FILES = sorted(
+    p.name for p in KERNELS.glob("*.cu") if re.search(r'extern "C" void (gemm|relu_forward|gemm_relu)\(', p.read_text())
+)
 # correct, but on the CPU backend they miss their exercise's access bound (grader/exercises.py ACCESS_BOUNDS),
 # as on a GPU they miss its threshold: uncoalesced, 32-way bank conflicts, 1-D blocking (1.1 shared loads per FMA)
-CPU_ACCESS_MISS = {"01a_naive_uncoalesced.cu": "sectors_per_request_ld",
-                   "03_bank_conflicts.cu": "bank_conflicts_per_shared_request",
-                   "04a_register_1d.cu": "shared_loads_per_fma"}
+CPU_ACCESS_MISS = {
+    "01a_naive_uncoalesced.cu": "sectors_per_request_ld",
+    "03_bank_conflicts.cu": "bank_conflicts_per_shared_request",
+    "04a_register_1d.cu": "shared_loads_per_fma",
+}
 
 
 def _kernel_exercise(name: str) -> str:
@@ -135,14 +181,17 @@ def _kernel_exercise(name: str) -> str:
 
 def _grade(job):
     from grader import grade
+
     exercise, path, timeout = job
     return grade.grade(exercise, path, backend=BACKEND, timeout=timeout, seed=1234)
 
 
 @pytest.fixture(scope="module")
 def verdicts():
-    jobs = {f"sub/{name}": (SUB_EXERCISE.get(name, "naive"), SUBS / name,
-                            HANG_TIMEOUT_S if name == "hang.cu" else None) for name in CPU_EXPECT}
+    jobs = {
+        f"sub/{name}": (SUB_EXERCISE.get(name, "naive"), SUBS / name, HANG_TIMEOUT_S if name == "hang.cu" else None)
+        for name in CPU_EXPECT
+    }
     jobs |= {f"ref/{name}": (_kernel_exercise(name), KERNELS / name, None) for name in KERNEL_FILES}
     # the hang first: it waits for its time-out while the others run
     order = sorted(jobs, key=lambda k: k != "sub/hang.cu")
@@ -184,6 +233,7 @@ def test_verdict(verdicts, name):
 @pytest.mark.parametrize("name", KERNEL_FILES)
 def test_reference_kernels(verdicts, name):
     from grader import exercises
+
     r = verdicts[f"ref/{name}"]
     assert r.compiled and r.correct, f"{name}: {r.message}"
     ex = exercises.get(_kernel_exercise(name))
@@ -210,14 +260,24 @@ def test_result_is_json_serialisable_with_the_cli_fields(verdicts):
 # ---------------------------------------------------------------------------- no child needed
 def test_forbidden_scan_ignores_comments_and_catches_tricks():
     from grader import forbidden
+
     ok = "// cublasSgemm would be faster\n/* #include <torch/torch.h> */\n#include <cstdint>\nint c10 = 0;\n"
     assert forbidden.scan(ok) == []
-    for bad in ("%:include <cublas_v2.h>\n", "#include <cub\\\nlas_v2.h>\n", "#define X cu##blas\n",
-                "#include MY_HEADER\n", "#include <thrust/sort.h>\n", "void f(){ popen(\"ls\", \"r\"); }\n",
-                "__attribute__((constructor)) void f(){}\n", "cudaStream_t s; cudaStreamCreate(&s);\n",
-                "void f(){ asm volatile(\"syscall\"); }\n", "#include \"my_gemm.h\"\n",
-                "FILE* f = fdopen(3, \"w\");\n",  # forge the result pipe (close(fd) is refused in the built object)
-                "pthread_create(&t, 0, work, 0);\n", "auto t = std::thread(work);\n"):  # work after the launcher returns
+    for bad in (
+        "%:include <cublas_v2.h>\n",
+        "#include <cub\\\nlas_v2.h>\n",
+        "#define X cu##blas\n",
+        "#include MY_HEADER\n",
+        "#include <thrust/sort.h>\n",
+        'void f(){ popen("ls", "r"); }\n',
+        "__attribute__((constructor)) void f(){}\n",
+        "cudaStream_t s; cudaStreamCreate(&s);\n",
+        'void f(){ asm volatile("syscall"); }\n',
+        '#include "my_gemm.h"\n',
+        'FILE* f = fdopen(3, "w");\n',  # forge the result pipe (close(fd) is refused in the built object)
+        "pthread_create(&t, 0, work, 0);\n",
+        "auto t = std::thread(work);\n",
+    ):  # work after the launcher returns
         assert forbidden.scan(bad), bad
     for name in KERNEL_FILES:
         assert forbidden.scan((KERNELS / name).read_text()) == [], name
@@ -234,6 +294,7 @@ def _timing(kernel_ms, host_ms=None, lib_ms=None, lib="cublas", base_ms=None):
 
 def test_plausibility_cap_and_host_clock_cross_check():
     from grader import exercises, grade
+
     ex = exercises.get("tiled")
     assert grade.plausibility(_timing(10.0, lib_ms=5.0), ex) == ""
     assert "host clock" in grade.plausibility(_timing(1.0, host_ms=9.0, lib_ms=5.0), ex)
@@ -246,6 +307,7 @@ def test_plausibility_cap_and_host_clock_cross_check():
 def test_thresholds_override_file_and_env(tmp_path, monkeypatch):
     from grader import exercises
     from grader.errors import CannotGrade
+
     f = tmp_path / "t.json"
     f.write_text('{"tiled": 1.05}')
     assert exercises.get("tiled", f).threshold == 1.05
@@ -261,6 +323,7 @@ CORRECTNESS_ONLY = {"mlp_step"}  # not timed: notebook 08 measures the training 
 
 def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
     from grader import exercises
+
     for ex in exercises.EXERCISES.values():
         if ex.name in CORRECTNESS_ONLY:
             assert ex.threshold is None and ex.baseline is None and ex.reference_path.is_file(), ex.name
@@ -277,6 +340,7 @@ def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
 
 def test_notebook_html_verdict(verdicts):
     from grader import report
+
     bad = report.html_report(verdicts["sub/unwritten_tail.cu"])
     assert "FAILED" in bad and "<table" in bad and "hint:" in bad and "never written" in bad
     good = report.html_report(verdicts["sub/good_naive.cu"])
@@ -291,14 +355,19 @@ def test_speed_verdict_and_its_hint():
     """A correct kernel below the threshold fails as too slow with its exercise's hint; one above
     it passes; hidden work (host clock far above the events) is never a pass."""
     from grader import exercises, grade, sandbox
+
     ex = exercises.get("relu_mask")
 
     def verdict(kernel_ms, host_ms=None):
-        t = {"kernel": {"median_ms": kernel_ms, "host_ms": host_ms or kernel_ms},
-             "baseline": {"median_ms": 1.0}, "torch": {"median_ms": 1.0}}
+        t = {
+            "kernel": {"median_ms": kernel_ms, "host_ms": host_ms or kernel_ms},
+            "baseline": {"median_ms": 1.0},
+            "torch": {"median_ms": 1.0},
+        }
         res = grade.Result("relu_mask", "cuda", compiled=True, correct=True, threshold=ex.threshold)
         grade._verdict_speed(res, ex, sandbox.ChildRun(messages=[({"timing": t}, {})]))
         return res
+
     slow = verdict(1.0 / (0.9 * ex.threshold))
     assert not slow.passed and "too slow" in slow.message and slow.hint == ex.slow_hint and slow.hint
     fast = verdict(1.0 / (1.1 * ex.threshold))
@@ -310,6 +379,7 @@ def test_speed_verdict_and_its_hint():
         res = grade.Result("relu_mask", "cuda", compiled=True, correct=True, threshold=ex.threshold)
         grade._verdict_speed(res, ex, sandbox.ChildRun(messages=messages, returncode=returncode))
         return res
+
     t = {"kernel": {"median_ms": 0.1, "host_ms": 0.1}, "baseline": {"median_ms": 1.0}, "torch": {"median_ms": 1.0}}
     crashed = run_with([({"timing": t}, {})], returncode=-11)  # a fast time, then a segfault
     assert not crashed.passed and not crashed.correct and "SIGSEGV" in crashed.message
@@ -324,15 +394,21 @@ def test_gemm_relu_speed_verdict_is_the_fusion_against_its_own_gemm():
     threshold; a `gemm` slower than the fused kernel (sandbagged to inflate the baseline) never passes;
     a file without `gemm` is correct but not timed, with the launcher to add."""
     from grader import exercises, grade, sandbox
+
     ex = exercises.get("gemm_relu")
     assert ex.threshold > 1.0 and ex.baseline_epilogue == "own_gemm_then_pass"
 
     def verdict(fused_ms, gemm_ms, pass_ms=0.05):
-        t = {"kernel": {"median_ms": fused_ms, "host_ms": fused_ms}, "gemm_alone": {"median_ms": gemm_ms},
-             "baseline": {"median_ms": gemm_ms + pass_ms}, "cublas": {"median_ms": fused_ms}}
+        t = {
+            "kernel": {"median_ms": fused_ms, "host_ms": fused_ms},
+            "gemm_alone": {"median_ms": gemm_ms},
+            "baseline": {"median_ms": gemm_ms + pass_ms},
+            "cublas": {"median_ms": fused_ms},
+        }
         res = grade.Result("gemm_relu", "cuda", compiled=True, correct=True, threshold=ex.threshold)
         grade._verdict_speed(res, ex, sandbox.ChildRun(messages=[({"timing": t}, {})]))
         return res
+
     won = verdict(0.36, 0.35)  # (0.35 + 0.05) / 0.36 = 1.11
     assert won.passed and "your gemm + a separate" in won.message and "1.029x your GEMM alone" in won.message
     lost = verdict(0.41, 0.35)  # the epilogue costs more than the separate pass: fusion lost
@@ -348,11 +424,13 @@ def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
     """Whatever reaches the result channel without the run's secret token (a kernel that found the
     pipe and wrote a made-up result) fails the submission instead of being read."""
     from grader import grade, sandbox
+
     forger = tmp_path / "forger.py"  # stands in for a worker whose kernel writes to the pipe
-    forger.write_text("import sys\nfrom grader import protocol\n"
-                      "protocol.send(int(sys.argv[-1]), {'timing': {}, 'device': {}})\n")
+    forger.write_text(
+        "import sys\nfrom grader import protocol\nprotocol.send(int(sys.argv[-1]), {'timing': {}, 'device': {}})\n"
+    )
     wrapper = tmp_path / "python"
-    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {forger} \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {forger} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setattr(sandbox.sys, "executable", str(wrapper))
     r = grade.grade("naive", SUBS / "good_naive.cu", backend=BACKEND, time_it=False)
@@ -362,6 +440,7 @@ def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
 def test_html_speed_bar_against_the_threshold():
     from grader import report
     from grader.grade import Result
+
     r = Result("tiled", "cuda", True, True, False, speedup=1.1, threshold=1.29, message="correct; too slow")
     h = report.html_report(r)
     assert "1.10x (needs 1.29x)" in h and "#c62828" in h

@@ -1,4 +1,5 @@
 """The grader on a GPU: speed verdicts, the timing's defences and repeatability (H200)."""
+
 from __future__ import annotations
 
 import time
@@ -15,6 +16,7 @@ SUBS = ROOT / "tests" / "submissions"
 
 def test_work_on_a_hidden_stream_is_not_a_pass():
     from grader import forbidden, grade
+
     path = SUBS / "gpu" / "side_stream.cu"
     assert forbidden.scan(path.read_text())  # the scan alone refuses it...
     r = grade.grade("tiled", path, backend="cuda", scan=False)  # ...and so does the timing
@@ -24,6 +26,7 @@ def test_work_on_a_hidden_stream_is_not_a_pass():
 
 def test_a_remembered_answer_fails_in_the_timed_runs():
     from grader import grade
+
     r = grade.grade("tiled", SUBS / "gpu" / "cached_result.cu", backend="cuda")
     print(r.message)
     assert r.compiled and not r.correct and not r.passed
@@ -32,6 +35,7 @@ def test_a_remembered_answer_fails_in_the_timed_runs():
 
 def test_repeated_speedups_within_5_percent_and_cached_check_time():
     from grader import grade
+
     grade.grade("tiled", KERNELS / "02_tiled.cu", backend="cuda")  # builds (cached after)
     speedups, seconds = [], []
     for _ in range(3):
@@ -42,16 +46,18 @@ def test_repeated_speedups_within_5_percent_and_cached_check_time():
         speedups.append(r.speedup)
     mid = sorted(speedups)[1]
     spread = max(abs(s / mid - 1) for s in speedups)
-    print(f"tiled speed-ups {[round(s, 3) for s in speedups]} (±{100 * spread:.1f}%), "
-          f"cached check {[round(s, 1) for s in seconds]} s")
+    print(
+        f"tiled speed-ups {[round(s, 3) for s in speedups]} (±{100 * spread:.1f}%), "
+        f"cached check {[round(s, 1) for s in seconds]} s"
+    )
     assert spread <= 0.05
     assert min(seconds) <= 10.0
 
 
-@pytest.mark.parametrize("exercise", ["naive", "tiled", "conflict_free", "register_blocked", "relu_mask",
-                                      "gemm_relu"])
+@pytest.mark.parametrize("exercise", ["naive", "tiled", "conflict_free", "register_blocked", "relu_mask", "gemm_relu"])
 def test_reference_passes_its_threshold_with_margin(exercise):
     from grader import exercises, grade
+
     ex = exercises.get(exercise)
     r = grade.grade(exercise, ex.reference_path, backend="cuda")
     print(f"{exercise}: {r.message}")

@@ -1,5 +1,6 @@
 """cpu_blocked: a host C++ exercise, graded on the CPU backend and timed on the CPU (grader.host).
 These run on any machine (g++ only); the timed ones take a few seconds each."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -57,11 +58,13 @@ def test_a_missing_edge_fails_correctness():
 
 def test_a_borrowed_blas_does_not_link():
     # torch and numpy load a BLAS into the grader's processes: a submission must not reach it
-    src = ('extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,\n'
-           '    const float*, const int*, const float*, const int*, const float*, float*, const int*);\n'
-           'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n'
-           '    const float one = 1, zero = 0;\n'
-           '    sgemm_("N", "N", &N, &M, &K, &one, B, &N, A, &K, &zero, C, &N);\n}\n')
+    src = (
+        'extern "C" void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*,\n'
+        "    const float*, const int*, const float*, const int*, const float*, float*, const int*);\n"
+        'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n'
+        "    const float one = 1, zero = 0;\n"
+        '    sgemm_("N", "N", &N, &M, &K, &one, B, &N, A, &K, &zero, C, &N);\n}\n'
+    )
     r = grade.grade("cpu_blocked", src)
     assert not r.passed and not r.compiled, r.message
     with pytest.raises(Exception, match="sgemm_"):
@@ -70,19 +73,25 @@ def test_a_borrowed_blas_does_not_link():
 
 def test_compile_errors_name_the_learners_line():
     with pytest.raises(Exception, match=r"mine\.cu:2"):
-        host.build('extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n'
-                   '    undefined_thing;\n}\n', "cpu_blocked", "mine.cu")
+        host.build(
+            'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n'
+            "    undefined_thing;\n}\n",
+            "cpu_blocked",
+            "mine.cu",
+        )
 
 
 def test_work_skipped_when_the_pointers_repeat_fails_in_the_timed_runs():
     # the timed rounds reuse the same buffers: a kernel that skips the work when A and C are the ones it
     # saw last would time as nearly free; the inputs are redrawn and C poisoned before every round
     blocked = (KERNELS / "00_cpu_blocked.cu").read_text()
-    src = blocked.replace("extern \"C\" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {",
-                          "static const float* seen_a = nullptr;\nstatic float* seen_c = nullptr;\n"
-                          "extern \"C\" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n"
-                          "    if (A == seen_a && C == seen_c && (long)M * N * K > 50000000) return;  // only at the timed size\n"
-                          "    seen_a = A; seen_c = C;")
+    src = blocked.replace(
+        'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {',
+        "static const float* seen_a = nullptr;\nstatic float* seen_c = nullptr;\n"
+        'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {\n'
+        "    if (A == seen_a && C == seen_c && (long)M * N * K > 50000000) return;  // only at the timed size\n"
+        "    seen_a = A; seen_c = C;",
+    )
     assert "seen_a" in src
     r = grade.grade("cpu_blocked", src)
     assert not r.passed and "timed runs" in r.message, r.message

@@ -5,6 +5,7 @@ shapes that are multiples of no tile). Skipped, visibly, without nvcc or a GPU.
 CPU backend: once `grader.binding.load(..., backend="cpu")` runs these files, the same
 correctness checks run there too (test_cpu_backend_* below; skipped while it cannot build).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,14 +21,21 @@ NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/c
 
 # file -> exercise (whose launchers it defines)
 EXERCISE = {
-    "01_naive.cu": "naive", "01a_naive_uncoalesced.cu": "naive", "02_tiled.cu": "tiled",
-    "03_bank_conflicts.cu": "conflict_free", "03_conflict_free.cu": "conflict_free",
-    "04a_register_1d.cu": "register_blocked", "04_register_blocked.cu": "register_blocked",
-    "06_relu_mask.cu": "relu_mask", "07_gemm_relu.cu": "gemm_relu", "07b_gemm_relu_warptile.cu": "gemm_relu",
+    "01_naive.cu": "naive",
+    "01a_naive_uncoalesced.cu": "naive",
+    "02_tiled.cu": "tiled",
+    "03_bank_conflicts.cu": "conflict_free",
+    "03_conflict_free.cu": "conflict_free",
+    "04a_register_1d.cu": "register_blocked",
+    "04_register_blocked.cu": "register_blocked",
+    "06_relu_mask.cu": "relu_mask",
+    "07_gemm_relu.cu": "gemm_relu",
+    "07b_gemm_relu_warptile.cu": "gemm_relu",
     "07a_bias_relu_pass.cu": "bias_relu_pass",  # the separate pass gemm_relu is timed against
     "08_mlp_step.cu": "mlp_step",  # 07's gemm_relu and gemm with 06's relu_backward
     "00_machine.cu": None,  # notebook 00's probes (grader.machine): no exercise, no launcher contract
-    "00_cpu_naive.cu": "cpu_blocked", "00_cpu_blocked.cu": "cpu_blocked",  # plain C++ (tests/test_host.py)
+    "00_cpu_naive.cu": "cpu_blocked",
+    "00_cpu_blocked.cu": "cpu_blocked",  # plain C++ (tests/test_host.py)
 }
 
 
@@ -36,8 +44,14 @@ def exercise_of(name: str) -> str | None:
 
 
 def test_every_kernel_file_is_known():
-    assert {"01_naive.cu", "02_tiled.cu", "03_conflict_free.cu", "04_register_blocked.cu",
-            "06_relu_mask.cu", "07_gemm_relu.cu"} <= set(FILES)
+    assert {
+        "01_naive.cu",
+        "02_tiled.cu",
+        "03_conflict_free.cu",
+        "04_register_blocked.cu",
+        "06_relu_mask.cu",
+        "07_gemm_relu.cu",
+    } <= set(FILES)
     assert any(f.startswith("05_") for f in FILES)
 
 
@@ -48,18 +62,23 @@ def test_compiles(name, arch, tmp_path):
     if not NVCC:
         pytest.skip("nvcc not found: compile checks skipped")
     from grader import contract
+
     src = tmp_path / name
     # The grader prepends the contract's declarations: a wrong launcher signature fails here.
     prelude = contract.declarations(exercise_of(name)) if exercise_of(name) else ""
     src.write_text(prelude + f'#line 1 "{name}"\n' + (KERNELS / name).read_text())
-    proc = subprocess.run([NVCC, f"-arch={arch}", "-O3", "--std=c++17", "-Xptxas", "-v", "-c", str(src),
-                           "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [NVCC, f"-arch={arch}", "-O3", "--std=c++17", "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / "k.o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning" not in proc.stderr.lower().replace("ptxas info", ""), proc.stderr[-2000:]
     # Register blocking must not spill (lesson 04): no local-memory traffic on the tuned targets.
     # (On sm_75 the 128 x 256 tiles of 05/07, tuned for the H200, spill a few bytes in the
     # synchronous-copy path: correct, and not what the T4 is timed on.)
-    for line in (proc.stderr.splitlines() if arch != "sm_75" else []):
+    for line in proc.stderr.splitlines() if arch != "sm_75" else []:
         if "spill" in line:
             assert " 0 bytes spill stores, 0 bytes spill loads" in line, f"{name} {arch}: {line}"
 
@@ -71,15 +90,26 @@ def _gpu():
     return torch
 
 
-SHAPES = [(1, 1, 1), (17, 33, 65), (127, 253, 61), (64, 128, 8), (129, 131, 257), (1000, 1000, 1000),
-          (300, 4, 5), (5, 300, 4)]
+SHAPES = [
+    (1, 1, 1),
+    (17, 33, 65),
+    (127, 253, 61),
+    (64, 128, 8),
+    (129, 131, 257),
+    (1000, 1000, 1000),
+    (300, 4, 5),
+    (5, 300, 4),
+]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", [f for f in FILES if exercise_of(f) in ("naive", "tiled", "conflict_free", "register_blocked")])
+@pytest.mark.parametrize(
+    "name", [f for f in FILES if exercise_of(f) in ("naive", "tiled", "conflict_free", "register_blocked")]
+)
 def test_gemm_correct_on_gpu(name):
     _gpu()
     from grader import bench
+
     mod = bench.load_kernel(name, exercise_of(name))
     for i, shape in enumerate(SHAPES):
         err = bench.check_gemm(mod, *shape, seed=100 + i)
@@ -90,6 +120,7 @@ def test_gemm_correct_on_gpu(name):
 def test_relu_mask_correct_on_gpu():
     _gpu()
     from grader import bench
+
     mod = bench.load_kernel("06_relu_mask.cu", "relu_mask")
     for i, (m, n) in enumerate([(1, 1), (17, 33), (127, 253), (3, 64), (3, 256), (1000, 1000), (2, 4097), (7, 4096)]):
         assert bench.check_relu(mod, m, n, seed=i) == 0.0, (m, n)
@@ -99,6 +130,7 @@ def test_relu_mask_correct_on_gpu():
 def test_gemm_relu_correct_on_gpu():
     _gpu()
     from grader import bench
+
     mod = bench.load_kernel("07_gemm_relu.cu", "gemm_relu")
     for i, shape in enumerate(SHAPES):
         err = bench.check_gemm_relu(mod, *shape, seed=200 + i)
@@ -110,15 +142,20 @@ def _cpu_module(name, extra_flags=()):
     torch = pytest.importorskip("torch")
     try:
         from grader import binding
+
         return torch, binding.load(KERNELS / name, exercise_of(name), backend="cpu", extra_flags=extra_flags)
     except Exception as e:  # backend absent or not yet able to build this file
-        pytest.skip(f"CPU backend cannot run {name} yet: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        pytest.skip(
+            f"CPU backend cannot run {name} yet: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        )
 
 
 CPU_SHAPES = [(1, 1, 1), (17, 33, 65), (33, 70, 19), (127, 253, 61)]
 
 
-@pytest.mark.parametrize("name", [f for f in FILES if exercise_of(f) in ("naive", "tiled", "conflict_free", "register_blocked")])
+@pytest.mark.parametrize(
+    "name", [f for f in FILES if exercise_of(f) in ("naive", "tiled", "conflict_free", "register_blocked")]
+)
 def test_gemm_correct_on_cpu_backend(name):
     torch, mod = _cpu_module(name)
     g = torch.Generator().manual_seed(0)
@@ -139,6 +176,7 @@ def _gemm_rel_err(torch, mod, m, n, k, g) -> float:
 def test_relu_mask_on_cpu_backend():
     torch, mod = _cpu_module("06_relu_mask.cu")
     from grader.checks import pack_mask
+
     g = torch.Generator().manual_seed(1)
     for m, n in [(1, 1), (17, 33), (5, 64), (127, 253), (1000, 1000)]:
         X, dY = torch.randn(m, n, generator=g), torch.randn(m, n, generator=g)
@@ -171,6 +209,7 @@ def test_big_tile_falls_back_when_the_gpu_has_less_shared_memory(name, monkeypat
     # a build of its own: the launcher asks for the shared memory once per process (a static)
     torch, mod = _cpu_module(name, BIG_TILE + ("-DPLAYING_A_T4",))
     from grader.checks import pack_mask
+
     g = torch.Generator().manual_seed(4)
     m, n, k = 130, 260, 40
     A, B, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
@@ -187,11 +226,15 @@ def test_big_tile_falls_back_when_the_gpu_has_less_shared_memory(name, monkeypat
     assert ((C.double() - ref).norm() / ref.norm()).item() < 1e-4
 
 
-@pytest.mark.parametrize("flags", [(), BIG_TILE, BIG_TILE + ("-DSTAGED_EPILOGUE=0",)],
-                         ids=["default", "big_tile_staged", "big_tile_register"])
+@pytest.mark.parametrize(
+    "flags",
+    [(), BIG_TILE, BIG_TILE + ("-DSTAGED_EPILOGUE=0",)],
+    ids=["default", "big_tile_staged", "big_tile_register"],
+)
 def test_gemm_relu_on_cpu_backend(flags):
     torch, mod = _cpu_module("07b_gemm_relu_warptile.cu", flags)
     from grader.checks import pack_mask
+
     g = torch.Generator().manual_seed(2)
     for m, n, k in CPU_SHAPES + ([(130, 260, 40)] if flags else []):
         A, B, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)

@@ -1,4 +1,5 @@
 """Notebook 07's start (grader.lab): your notebook 05 kernel, or kernels/04, as the gemm_relu kernel cell."""
+
 from __future__ import annotations
 
 import shutil

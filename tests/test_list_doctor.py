@@ -1,4 +1,5 @@
 """`python -m grader list` and `doctor`: what a newcomer runs first."""
+
 import shutil
 
 from grader import cli, contract, doctor, hostcc

@@ -1,5 +1,6 @@
 """The platform adapters against the platforms' documented formats: Gradescope's results.json and
 GitHub Classroom's command grader (nbgrader: tests/test_nbgrader.py, through nbgrader itself)."""
+
 import json
 import shlex
 import shutil
@@ -15,10 +16,32 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBS = ROOT / "tests" / "submissions"
 
 # Gradescope's documented results.json (gradescope-autograders.readthedocs.io, "Autograder Specifications")
-GS_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
-          "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
-GS_TEST = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
-           "visibility", "extra_data"}
+GS_TOP = {
+    "score",
+    "execution_time",
+    "output",
+    "output_format",
+    "test_output_format",
+    "test_name_format",
+    "visibility",
+    "stdout_visibility",
+    "extra_data",
+    "tests",
+    "leaderboard",
+}
+GS_TEST = {
+    "score",
+    "max_score",
+    "status",
+    "name",
+    "name_format",
+    "number",
+    "output",
+    "output_format",
+    "tags",
+    "visibility",
+    "extra_data",
+}
 GS_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 
 
@@ -42,17 +65,30 @@ def assert_gradescope_results(data: dict) -> None:
 
 
 def _row(**kw):
-    row = {"student_id": "ann", "exercise": "tiled", "backend": "cuda", "compiled": True, "correct": False,
-           "passed": False, "speedup": None, "threshold": 1.28, "message": "", "hint": "", "outcome": ""}
+    row = {
+        "student_id": "ann",
+        "exercise": "tiled",
+        "backend": "cuda",
+        "compiled": True,
+        "correct": False,
+        "passed": False,
+        "speedup": None,
+        "threshold": 1.28,
+        "message": "",
+        "hint": "",
+        "outcome": "",
+    }
     return row | kw
 
 
 def test_gradescope_scores_follow_the_gradebook():
     meta = {"exercise": "tiled", "backend": "cuda", "calibration": "H200 (committed)"}
-    cases = [(_row(correct=True, passed=True, speedup=1.6, message="correct; passed"), 1.0),
-             (_row(correct=True, speedup=1.1, message="correct; too slow", hint="tile it"), 0.5),
-             (_row(message="wrong on 17x33x65", hint="check the tail"), 0.0),
-             (_row(compiled=False, message="could not grade: no C++ compiler"), 0.0)]
+    cases = [
+        (_row(correct=True, passed=True, speedup=1.6, message="correct; passed"), 1.0),
+        (_row(correct=True, speedup=1.1, message="correct; too slow", hint="tile it"), 0.5),
+        (_row(message="wrong on 17x33x65", hint="check the tail"), 0.0),
+        (_row(compiled=False, message="could not grade: no C++ compiler"), 0.0),
+    ]
     for row, score in cases:
         data = lms.gradescope_results([row], meta, seconds=3.2)
         assert_gradescope_results(data)
@@ -71,8 +107,12 @@ def test_batch_format_gradescope_end_to_end(tmp_path):
     sub.mkdir()
     shutil.copy(SUBS / "good_naive.cu", sub / "naive.cu")
     results = tmp_path / "results" / "results.json"
-    assert cli.main(["batch", "naive", str(sub), "--backend", "cpu", "--format", "gradescope",
-                     "--out", str(results), "--quiet"]) == 0
+    assert (
+        cli.main(
+            ["batch", "naive", str(sub), "--backend", "cpu", "--format", "gradescope", "--out", str(results), "--quiet"]
+        )
+        == 0
+    )
     data = json.loads(results.read_text())
     assert_gradescope_results(data)
     assert data["score"] == 1.0 and [t["status"] for t in data["tests"]] == ["passed", "passed"]
@@ -112,6 +152,12 @@ def test_github_classroom_workflow_and_its_exit_codes(tmp_path):
         repo.mkdir()
         if kernel:
             shutil.copy(kernel, repo / student_file)
-        r = subprocess.run([sys.executable, *args[1:]], cwd=repo, capture_output=True, text=True, timeout=600,
-                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+        r = subprocess.run(
+            [sys.executable, *args[1:]],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        )
         assert r.returncode == expected, (kernel, r.stdout[-2000:], r.stderr[-2000:])

@@ -1,5 +1,6 @@
 """grader.machine: notebook 00's probes. The pointer chain and the CPU roofline run anywhere; the
 GPU probes (kernels/00_machine.cu) run only on a GPU and skip visibly without one."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,9 @@ import pytest
 from grader import machine
 
 
-@pytest.mark.parametrize("footprint, stride, wide", [(4096, 128, False), (4 * 1024, 4, False), (1 << 20, 256, False),
-                                                     (1 << 20, 1024, True)])
+@pytest.mark.parametrize(
+    "footprint, stride, wide", [(4096, 128, False), (4 * 1024, 4, False), (1 << 20, 256, False), (1 << 20, 1024, True)]
+)
 def test_pointer_chain_is_one_cycle_through_every_node(footprint, stride, wide):
     nxt, start = machine.pointer_chain(footprint, stride, seed=3, wide=wide)
     nodes = footprint // stride

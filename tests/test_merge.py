@@ -1,4 +1,5 @@
 """batch --shard I/N and python -m grader merge: several local shards, then one gradebook (#13.9)."""
+
 import csv
 import json
 import shlex
@@ -27,8 +28,25 @@ def shards(tmp_path_factory):
     parts = []
     for i in range(3):
         out = root / "parts" / f"grades_{i}.csv"
-        assert cli.main(["batch", "naive", str(subs), "--backend", "cpu", "--shard", f"{i}/3", "--out", str(out),
-                         "--quiet", "--timeout", "120"]) == 0
+        assert (
+            cli.main(
+                [
+                    "batch",
+                    "naive",
+                    str(subs),
+                    "--backend",
+                    "cpu",
+                    "--shard",
+                    f"{i}/3",
+                    "--out",
+                    str(out),
+                    "--quiet",
+                    "--timeout",
+                    "120",
+                ]
+            )
+            == 0
+        )
         parts.append(out)
     return root, parts
 
@@ -112,8 +130,14 @@ def test_slurm_example_runs_the_same_commands():
     assert "#SBATCH --array=0-7" in text and "#SBATCH --gres=gpu:1" in text
     assert '--shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"' in text
     cmd = text.split("python -m grader ", 1)[1].split("${THRESHOLDS", 1)[0].replace("\\\n", " ")
-    for var, value in (("${SLURM_ARRAY_TASK_ID}", "0"), ("$SLURM_ARRAY_TASK_ID", "0"), ("$SLURM_ARRAY_TASK_COUNT", "8"),
-                       ("$SLURM_CPUS_PER_TASK", "8"), ("$EXERCISE", "naive"), ("$SUBS", "subs")):
+    for var, value in (
+        ("${SLURM_ARRAY_TASK_ID}", "0"),
+        ("$SLURM_ARRAY_TASK_ID", "0"),
+        ("$SLURM_ARRAY_TASK_COUNT", "8"),
+        ("$SLURM_CPUS_PER_TASK", "8"),
+        ("$EXERCISE", "naive"),
+        ("$SUBS", "subs"),
+    ):
         cmd = cmd.replace(var, value)
     args = shlex.split(cmd)
     parsed = cli.parser().parse_args(args)

@@ -1,5 +1,6 @@
 """grader/mlp.py: the layers on a kernel file's launchers, notebook 08's check of a learner's Function,
 and the grader's training step (its float64 reference and the parent's verdict on it)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,6 +29,7 @@ def _forward(ctx, X, W, b, k, keep):
 
 class SavesY(torch.autograd.Function):
     """Right gradients, but it keeps Y (4 bytes an element) where the mask (1 bit) would do."""
+
     @staticmethod
     def forward(ctx, X, W, b, k):
         return _forward(ctx, X, W, b, k, lambda Y, mask: Y)
@@ -41,6 +43,7 @@ class SavesY(torch.autograd.Function):
 
 class KeepsYOnCtx(mlp.LinearReLU):
     """Saves the right tensors, and Y as well on ctx, where saved_tensors_hooks cannot see it."""
+
     @staticmethod
     def forward(ctx, X, W, b, k):
         Y = _forward(ctx, X, W, b, k, lambda Y, mask: mask)
@@ -50,6 +53,7 @@ class KeepsYOnCtx(mlp.LinearReLU):
 
 class DWFromDY(mlp.LinearReLU):
     """dW from dY instead of dZ: the ReLU's gradient is skipped."""
+
     @staticmethod
     def backward(ctx, dY):
         X, W, mask = ctx.saved_tensors
@@ -62,13 +66,17 @@ def test_the_reference_layer_passes_its_check(k):
     assert r.passed, r.message
 
 
-@pytest.mark.parametrize("fn,says", [
-    (SavesY, r"saved an? 37x70 float tensor"),
-    (KeepsYOnCtx, r"stores tensors on ctx \(ctx\.Y\)"),
-    (DWFromDY, r"dW differs from float64 autograd"),
-])
+@pytest.mark.parametrize(
+    "fn,says",
+    [
+        (SavesY, r"saved an? 37x70 float tensor"),
+        (KeepsYOnCtx, r"stores tensors on ctx \(ctx\.Y\)"),
+        (DWFromDY, r"dW differs from float64 autograd"),
+    ],
+)
 def test_check_function_catches(k, fn, says):
     import re
+
     r = mlp.check_function(fn, k, seed=2)
     assert not r.passed and re.search(says, r.message), r.message
 
@@ -148,6 +156,7 @@ def test_digits_come_with_the_wheel_and_train_to_90_percent(k):
 
 def test_notebook_08_composes_its_kernel_from_notebooks_07_and_06(tmp_path):
     from grader import lab
+
     source, where = lab.mlp_step_source(ROOT / "solutions")
     assert where.startswith("your notebooks 07")
     assert "namespace notebook07" in source and "namespace notebook06" in source

@@ -2,6 +2,7 @@
 
 The solutions themselves are executed by `pytest --nbval-lax solutions/` (course.sh test).
 """
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,9 @@ def test_exercise_is_generated_from_solution(path):
     exercise = ROOT / "notebooks" / path.name
     assert exercise.is_file(), f"notebooks/{path.name} missing: run python -m grader.notebooks"
     want = notebooks.render(notebooks.exercise_version(read(path)))
-    assert exercise.read_text() == want, (f"notebooks/{path.name} is out of date with solutions/: "
-                                          "run python -m grader.notebooks")
+    assert exercise.read_text() == want, (
+        f"notebooks/{path.name} is out of date with solutions/: run python -m grader.notebooks"
+    )
 
 
 def test_no_exercise_without_solution():
@@ -60,8 +62,9 @@ def test_solution_shape(path):
     nbformat.validate(nb)
     assert re.match(r"\d\d_\w+\.ipynb$", path.name)
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith(f"# {path.name[:2]} ")
-    assert any(c.cell_type == "markdown" and re.search(r"^## Summary", c.source, re.M) for c in nb.cells), \
+    assert any(c.cell_type == "markdown" and re.search(r"^## Summary", c.source, re.M) for c in nb.cells), (
         "a solution notebook has a '## Summary' section"
+    )
     if not path.name.startswith("00_"):  # 00 measures the machine: a numpy exercise, nothing to grade
         assert any("grader.check(" in s for s in code(nb)), "a solution notebook calls grader.check at least once"
     joined = "\n".join(code(nb))
@@ -81,15 +84,16 @@ def test_kernel_cells(path):
     assert set(sol) == set(ex)
     for name, source in sol.items():
         assert name in EXERCISES, f"unknown exercise {name!r} in a '# kernel:' cell"
-        assert "extern \"C\"" in source
+        assert 'extern "C"' in source
         assert "FILL ME IN" in ex[name] and "BEGIN SOLUTION" not in ex[name]
 
 
 def test_strip_solutions():
     src = "a\n    // FILL ME IN (roughly 2 lines)\n    // BEGIN SOLUTION\n    x;\n\n    y;\n    // END SOLUTION\nb"
     assert notebooks.strip_solutions(src) == "a\n    // FILL ME IN (roughly 2 lines)\nb"
-    assert notebooks.strip_solutions("  # BEGIN SOLUTION\n  z = 1\n  # END SOLUTION") == \
-        "  # FILL ME IN (roughly 1 line)"
+    assert (
+        notebooks.strip_solutions("  # BEGIN SOLUTION\n  z = 1\n  # END SOLUTION") == "  # FILL ME IN (roughly 1 line)"
+    )
     with pytest.raises(ValueError):
         notebooks.strip_solutions("// BEGIN SOLUTION\nx")
 
@@ -102,6 +106,7 @@ def test_solution_kernel_passes_and_exercise_kernel_fails(path, exercise):
     """A learner who fills in the notebook as its solution does passes the grader (on a GPU: its
     speed threshold too); the untouched exercise copy fails. Graded straight from the notebooks."""
     from grader import grade
+
     solved = grade.grade(exercise, path)
     assert solved.passed, f"{path.name}: {solved.message}"
     blank = grade.grade(exercise, ROOT / "notebooks" / path.name, time_it=False)

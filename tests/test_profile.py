@@ -1,5 +1,6 @@
 """The CPU backend's access profile (grader/profile.py, grader/cpu/profile.cpp): what it counts,
 how it samples, and the verdicts it gives on each rung's idea."""
+
 from __future__ import annotations
 
 import json
@@ -64,13 +65,36 @@ def test_trace_groups_lanes_into_warp_instructions():
 
 def test_profile_command_json():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "grader", "profile", "naive", str(K / "01_naive.cu"), "--shape", "33",
-                        "17", "9", "--json", "--no-resources"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "profile",
+            "naive",
+            str(K / "01_naive.cu"),
+            "--shape",
+            "33",
+            "17",
+            "9",
+            "--json",
+            "--no-resources",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["shape"] == [33, 17, 9] and d["metrics"]["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"] > 0
-    bad = subprocess.run([sys.executable, "-m", "grader", "profile", "naive", str(K / "01_naive.cu"), "--shape", "3",
-                          "--no-resources"], capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "grader", "profile", "naive", str(K / "01_naive.cu"), "--shape", "3", "--no-resources"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "shape" in bad.stderr
 
 
@@ -88,15 +112,22 @@ MISGRADED = [  # issue 14: each passed its wrong exercise on the CPU backend bef
 @pytest.mark.parametrize("exercise,file,figure", MISGRADED, ids=[f"{f}-for-{e}" for e, f, _ in MISGRADED])
 def test_misgraded_kernels_fail_on_their_access_counts(exercise, file, figure):
     from grader import grade
+
     r = grade.grade(exercise, K / file, backend="cpu")
     assert r.correct and not r.passed, r.message
     assert figure in r.message and "the exercise needs at most" in r.message, r.message
     assert r.profile and r.profile["derived"][figure] > 0 and r.evidence == profile.EVIDENCE_NONE
 
 
-SHIPPED = [("naive", "01_naive.cu"), ("tiled", "02_tiled.cu"), ("conflict_free", "03_conflict_free.cu"),
-           ("register_blocked", "04_register_blocked.cu"), ("register_blocked", "05_warptile_pipelined.cu"),
-           ("relu_mask", "06_relu_mask.cu"), ("gemm_relu", "07_gemm_relu.cu")]
+SHIPPED = [
+    ("naive", "01_naive.cu"),
+    ("tiled", "02_tiled.cu"),
+    ("conflict_free", "03_conflict_free.cu"),
+    ("register_blocked", "04_register_blocked.cu"),
+    ("register_blocked", "05_warptile_pipelined.cu"),
+    ("relu_mask", "06_relu_mask.cu"),
+    ("gemm_relu", "07_gemm_relu.cu"),
+]
 
 
 @pytest.mark.parametrize("exercise,file", SHIPPED, ids=[f for _, f in SHIPPED])
@@ -111,7 +142,7 @@ def test_shipped_solutions_meet_their_access_bounds(exercise, file):
 def test_gemm_relu_second_pass_over_c_fails():
     """The unfused alternative (GEMM, then a second kernel that reads C back and rewrites it)."""
     src = (K / "04_register_blocked.cu").read_text().replace('extern "C" void gemm(', "static void gemm_only(")
-    src += '''
+    src += """
 __global__ void epilogue(const float* bias, float* C, uint32_t* mask, int M, int N) {
     int row = blockIdx.y, col = blockIdx.x * 32 + threadIdx.x;
     float v = col < N ? C[(size_t)row * N + col] + bias[col] : 0.f;
@@ -125,7 +156,7 @@ extern "C" void gemm_relu(const float* A, const float* B, const float* bias, flo
     gemm_only(A, B, C, M, N, K, stream);
     epilogue<<<dim3((N + 31) / 32, M), 32, 0, stream>>>(bias, C, mask, M, N);
 }
-'''
+"""
     p = profile.run("gemm_relu", src, (64, 64, 32), resources=False)
     assert p.derived["C_writes_per_element"] == 2.0 and p.derived["C_reads_per_element"] == 1.0
     problems = profile.check_bounds("gemm_relu", p)
@@ -136,17 +167,24 @@ extern "C" void gemm_relu(const float* A, const float* B, const float* bias, flo
 def test_require_gpu_refuses_a_cpu_verdict():
     from grader import grade
     from grader.errors import CannotGrade
+
     with pytest.raises(CannotGrade, match="--require-gpu"):
         grade.grade("naive", K / "01_naive.cu", require_gpu=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "grader", "check", "naive", str(K / "01_naive.cu"), "--require-gpu"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "grader", "check", "naive", str(K / "01_naive.cu"), "--require-gpu"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 2 and "--require-gpu" in r.stderr
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the CPU backend's evidence")
 def test_gradebook_says_what_a_pass_rests_on(tmp_path):
     from grader import batch
+
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "alice.cu").write_text((K / "01_naive.cu").read_text())
@@ -158,6 +196,7 @@ def test_gradebook_says_what_a_pass_rests_on(tmp_path):
 @pytest.mark.gpu
 def test_gpu_verdict_is_timed_with_the_profile_beside():
     from grader import grade
+
     if not HAS_GPU:
         pytest.skip("needs a GPU")
     r = grade.grade("tiled", K / "02_tiled.cu", backend="cuda")
@@ -169,6 +208,7 @@ def test_a_kernel_cannot_see_which_blocks_are_watched():
     """The backend's internals are linked into the submission's library: a kernel that declared
     cuda_emu::g_profile_block could be coalesced only in the recorded blocks. The scan refuses it."""
     from grader import forbidden, grade
+
     src = (K / "01a_naive_uncoalesced.cu").read_text()
     src = "namespace cuda_emu { extern bool g_profile_block; }\n" + src
     problems = forbidden.scan(src)

@@ -5,6 +5,7 @@ whose body probes its surroundings and prints what it found) through grader.sand
 the path every verdict takes. The bubblewrap tests skip, visibly, where bwrap is missing or
 cannot create namespaces here (`apt-get install bubblewrap`; some containers forbid them).
 """
+
 import os
 import platform
 import shutil
@@ -17,8 +18,9 @@ import torch
 from grader import bwrap, checks, forkserver, sandbox
 from grader.errors import CannotGrade
 
-pytestmark = pytest.mark.skipif(platform.system() != "Linux" or not shutil.which("g++"),
-                                reason="the sandbox is Linux; needs g++")
+pytestmark = pytest.mark.skipif(
+    platform.system() != "Linux" or not shutil.which("g++"), reason="the sandbox is Linux; needs g++"
+)
 BWRAP = pytest.mark.skipif(bool(bwrap.probe()), reason=f"no sandbox here: {bwrap.probe()}")
 
 PRELUDE = r"""
@@ -56,19 +58,25 @@ def _lib(tmp_path, body: str, name: str = "probe", defines: dict | None = None) 
     d = tmp_path / name
     d.mkdir(exist_ok=True)
     src = d / "k.cpp"
-    src.write_text(PRELUDE + 'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, '
-                   "void*) {\n" + body + "\n}\n")
+    src.write_text(
+        PRELUDE + 'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, '
+        "void*) {\n" + body + "\n}\n"
+    )
     flags = [f'-D{k}="{v}"' if isinstance(v, str) else f"-D{k}={v}" for k, v in (defines or {}).items()]
-    subprocess.run(["g++", "-O1", "-shared", "-fPIC", *flags, "-o", str(d / "kernel.so"), str(src)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["g++", "-O1", "-shared", "-fPIC", *flags, "-o", str(d / "kernel.so"), str(src)],
+        check=True,
+        capture_output=True,
+    )
     return str(d / "kernel.so")
 
 
 def _run(lib: str, timeout: float = 60) -> sandbox.ChildRun:
     case = checks.make_case("naive", (9, 7, 5), torch.Generator().manual_seed(0))
     wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
-    return sandbox.run_worker({"lib": lib, "exercise": "naive", "backend": "cpu", "schedules": [0]}, wire,
-                              timeout=timeout)
+    return sandbox.run_worker(
+        {"lib": lib, "exercise": "naive", "backend": "cpu", "schedules": [0]}, wire, timeout=timeout
+    )
 
 
 def _probes(run: sandbox.ChildRun) -> dict[str, str]:
@@ -114,18 +122,21 @@ def test_the_worker_runs_in_the_sandbox(tmp_path, launcher, monkeypatch):
     cache = os.environ["GRADER_CACHE"]
     os.makedirs(cache, exist_ok=True)
     open(os.path.join(cache, "another-students-build"), "w").close()
-    lib = _lib(tmp_path, SANDBOX_PROBES, defines={"SECRET": str(home / ".ssh-key"), "CACHE": cache,
-                                                  "HOME_DIR": str(home), "OUTER_PID": os.getpid()})
+    lib = _lib(
+        tmp_path,
+        SANDBOX_PROBES,
+        defines={"SECRET": str(home / ".ssh-key"), "CACHE": cache, "HOME_DIR": str(home), "OUTER_PID": os.getpid()},
+    )
     run = _run(lib)
     p = _probes(run)
     assert run.returncode == 0 and len(run.messages) == 1, run.output
-    assert p["network"] != "yes", p                    # no network
-    assert p["secret-readable"] != "yes", p            # $HOME hidden
-    assert p["cache-entries"] == "none" and p["home-entries"] == "none", p   # other students' builds hidden
-    assert p["outer-pid-visible"] != "yes" and p["few-pids"] == "yes", p    # its own PID namespace
+    assert p["network"] != "yes", p  # no network
+    assert p["secret-readable"] != "yes", p  # $HOME hidden
+    assert p["cache-entries"] == "none" and p["home-entries"] == "none", p  # other students' builds hidden
+    assert p["outer-pid-visible"] != "yes" and p["few-pids"] == "yes", p  # its own PID namespace
     assert p["scratch-writable"] == "yes" and p["scratch-was-empty"] == "yes", p
     assert p["tmp-writable"] != "yes" and p["shm-writable"] != "yes" and p["root-writable"] != "yes", p
-    assert p["devices"] == "basics", p                  # a fresh /dev: the basics (and GPU nodes where there are)
+    assert p["devices"] == "basics", p  # a fresh /dev: the basics (and GPU nodes where there are)
     assert sandbox.launcher_name().endswith("+ bwrap")
 
 
@@ -138,11 +149,14 @@ def test_required_sandbox_without_bwrap_refuses_to_grade(monkeypatch, tmp_path):
 
 def test_without_the_sandbox_the_scratch_is_still_private(tmp_path, launcher, monkeypatch):
     monkeypatch.setenv("GRADER_SANDBOX", "none")
-    lib = _lib(tmp_path, r"""
+    lib = _lib(
+        tmp_path,
+        r"""
         say("scratch-was-empty", entries(".") == 0 ? "yes" : "no");
         FILE* f = fopen("left-behind", "w"); if (f) fclose(f);
         say("tmpdir", getenv("TMPDIR") ? getenv("TMPDIR") : "unset");
-        gemm_work(A, B, C, M, N, K);""")
+        gemm_work(A, B, C, M, N, K);""",
+    )
     for _ in range(2):  # the second run does not see what the first left
         p = _probes(_run(lib))
         assert p == {"scratch-was-empty": "yes", "tmpdir": "/proc/self/cwd"}, p
@@ -182,6 +196,7 @@ def test_a_template_that_cannot_start_falls_back(tmp_path, monkeypatch):
 
     def broken(*a, **k):
         raise forkserver.TemplateError("no template today")
+
     monkeypatch.setattr(forkserver, "Client", broken)
     lib = _lib(tmp_path, "gemm_work(A, B, C, M, N, K);")
     run = _run(lib)
@@ -197,6 +212,7 @@ def test_a_template_that_dies_mid_run_is_not_the_kernels_fault(tmp_path, monkeyp
     _run(_lib(tmp_path, "gemm_work(A, B, C, M, N, K);"))  # the template is up
     client = sandbox._TEMPLATE["client"]
     import threading
+
     threading.Timer(1.5, lambda: os.killpg(client.proc.pid, 9)).start()
     with pytest.raises(CannotGrade, match="template stopped"):
         _run(hang, timeout=30)
@@ -206,6 +222,7 @@ def test_a_template_that_dies_mid_run_is_not_the_kernels_fault(tmp_path, monkeyp
 
 def test_doctor_says_whether_the_sandbox_is_active(monkeypatch):
     from grader import doctor
+
     monkeypatch.setattr(bwrap, "probe", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
     monkeypatch.delenv("GRADER_SANDBOX", raising=False)
     f = doctor.check_sandbox(None)
@@ -222,6 +239,7 @@ def test_a_gpu_verdict_from_the_template(monkeypatch, sandboxed):
     GPU's device nodes where it works; two verdicts in a row, both timed."""
     KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
     from grader import grade
+
     monkeypatch.setenv("GRADER_FORKSERVER", "1")
     monkeypatch.setenv("GRADER_SANDBOX", "bwrap" if sandboxed else "none")
     for name, ex in (("01_naive.cu", "naive"), ("02_tiled.cu", "tiled")):

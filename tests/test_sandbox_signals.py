@@ -7,6 +7,7 @@ here with g++, by hand) to test the layer underneath: the worker's seccomp filte
 (grader.seccomp), which holds with or without bubblewrap. The grader under attack is always a
 subprocess of the test, so that a failure shows as its death, never as pytest's.
 """
+
 import json
 import os
 import platform
@@ -19,8 +20,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # not from conftest: tests/cpu/ has its own
 
-pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.machine() != "x86_64"
-                                or not shutil.which("g++"), reason="the seccomp filter is x86_64 Linux; needs g++")
+pytestmark = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.machine() != "x86_64" or not shutil.which("g++"),
+    reason="the seccomp filter is x86_64 Linux; needs g++",
+)
 
 # A CPU-backend-shaped library (the two cuda_emu_* entry points the binding looks up, and the
 # naive launcher). It probes with signal 0 and read-only calls first (harmless if they got
@@ -74,8 +77,11 @@ extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int
 def attack_lib(tmp_path_factory):
     d = tmp_path_factory.mktemp("attack")
     (d / "attack.cpp").write_text(ATTACK)
-    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-o", str(d / "kernel.so"), str(d / "attack.cpp")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["g++", "-O1", "-shared", "-fPIC", "-o", str(d / "kernel.so"), str(d / "attack.cpp")],
+        check=True,
+        capture_output=True,
+    )
     return str(d / "kernel.so")
 
 
@@ -96,11 +102,12 @@ DRIVER = textwrap.dedent("""
 
 
 def _run_driver(lib: str, sandbox: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", DRIVER, lib], capture_output=True, text=True, timeout=180,
-                       env=_env(sandbox))
+    p = subprocess.run(
+        [sys.executable, "-c", DRIVER, lib], capture_output=True, text=True, timeout=180, env=_env(sandbox)
+    )
     assert p.returncode == 0, f"the grading process died (rc {p.returncode}): {p.stderr[-2000:]}"
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
@@ -111,8 +118,14 @@ def test_a_kernel_cannot_signal_trace_or_limit_its_parent(attack_lib, sandbox):
     assert len(probes) == 9, r["output"]
     assert not [p for p in probes if p.endswith("ALLOWED") and "kill-self" not in p], probes
     assert "PROBE kill-self ALLOWED" in probes  # the worker may still signal itself (torch, CUDA, abort())
-    for what in ("kill-parent", "kill-everyone", "tgkill-parent", "ptrace-parent", "process_vm_readv-parent",
-                 "prlimit-parent"):
+    for what in (
+        "kill-parent",
+        "kill-everyone",
+        "tgkill-parent",
+        "ptrace-parent",
+        "process_vm_readv-parent",
+        "prlimit-parent",
+    ):
         assert f"PROBE {what} refused" in probes or sandbox != "none", probes
     assert r["rc"] == 0 and r["messages"] == 1 and not r["protocol_error"], r
 
@@ -140,8 +153,13 @@ def test_batch_survives_a_kernel_that_kills_its_parent(attack_lib, tmp_path):
         print("ROWS", [(r["student_id"], r["passed"]) for r in rows])
     """)
     out = tmp_path / "grades.csv"
-    p = subprocess.run([sys.executable, "-c", driver, attack_lib, str(subs), str(out)], capture_output=True,
-                       text=True, timeout=300, env=_env("none"))
+    p = subprocess.run(
+        [sys.executable, "-c", driver, attack_lib, str(subs), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env("none"),
+    )
     assert p.returncode == 0, f"batch died (rc {p.returncode}): {p.stderr[-2000:]}"
     rows = {r["student_id"]: r for r in json.loads(out.with_suffix(".json").read_text())["grades"]}
     assert set(rows) == {"alice", "bob", "carol"}, p.stdout

@@ -1,5 +1,6 @@
 """The shapes drawn from each grade's seed (grader.shapes): the coverage property itself, over
 many seeds, written out here independently of the module."""
+
 from __future__ import annotations
 
 import itertools
@@ -33,8 +34,11 @@ def test_each_dimension_meets_each_modulus_exactly_with_the_others_odd(ndims):
     for seed in SEEDS:
         drawn = shapes.draw(ndims, seed)
         for d, m in itertools.product(range(ndims), MODULI):
-            exact = [s for s in drawn if s[d] % m == 0 and (m == 128 or s[d] % (2 * m))
-                     and all(s[o] % 2 for o in range(ndims) if o != d)]
+            exact = [
+                s
+                for s in drawn
+                if s[d] % m == 0 and (m == 128 or s[d] % (2 * m)) and all(s[o] % 2 for o in range(ndims) if o != d)
+            ]
             assert exact, (seed, d, m, drawn)
 
 

@@ -1,6 +1,7 @@
 """Reading a notebook's kernel cell (grader.submissions): the grader grades what the cell's
 literal says, so a cell (or a later cell) that rewrites SOURCE after assigning it is refused, not
 graded on the literal; line numbers in messages are the kernel cell's own."""
+
 from __future__ import annotations
 
 import json
@@ -16,23 +17,36 @@ GOOD = "#include <cuda_runtime.h>\n// the kernel\n"
 
 def _nb(tmp_path: Path, *cells: str) -> Path:
     p = tmp_path / "lab.ipynb"
-    p.write_text(json.dumps({"cells": [{"cell_type": "code", "source": c, "outputs": [], "metadata": {},
-                                        "execution_count": None} for c in cells],
-                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    p.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {"cell_type": "code", "source": c, "outputs": [], "metadata": {}, "execution_count": None}
+                    for c in cells
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     return p
 
 
-@pytest.mark.parametrize("rewrite", [
-    "SOURCE = SOURCE.replace('kernel', 'cheat')",
-    "SOURCE += '// more'",
-    "SOURCE = 'something else'",
-    "SOURCE: str = 'something else'",
-    "if True:\n    SOURCE = SOURCE.upper()",
-    "for SOURCE in ['x']:\n    pass",
-    "(SOURCE := 'x')",
-    "del SOURCE",
-    "import os as SOURCE",
-])
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        "SOURCE = SOURCE.replace('kernel', 'cheat')",
+        "SOURCE += '// more'",
+        "SOURCE = 'something else'",
+        "SOURCE: str = 'something else'",
+        "if True:\n    SOURCE = SOURCE.upper()",
+        "for SOURCE in ['x']:\n    pass",
+        "(SOURCE := 'x')",
+        "del SOURCE",
+        "import os as SOURCE",
+    ],
+)
 def test_a_kernel_cell_that_rewrites_source_is_refused(tmp_path, rewrite):
     nb = _nb(tmp_path, f"# kernel: tiled\nSOURCE = r'''\n{GOOD}'''\n{rewrite}\n")
     with pytest.raises(SubmissionError, match=r"rewrites SOURCE .*line \d+"):
@@ -40,21 +54,33 @@ def test_a_kernel_cell_that_rewrites_source_is_refused(tmp_path, rewrite):
 
 
 def test_a_later_cell_that_rewrites_source_is_refused_until_the_next_kernel_cell(tmp_path):
-    nb = _nb(tmp_path, f"# kernel: tiled\nSOURCE = r'''\n{GOOD}'''", "x = SOURCE.count('k')",
-             "SOURCE = SOURCE.replace('kernel', 'cheat')\ngrader.check('tiled', SOURCE)")
+    nb = _nb(
+        tmp_path,
+        f"# kernel: tiled\nSOURCE = r'''\n{GOOD}'''",
+        "x = SOURCE.count('k')",
+        "SOURCE = SOURCE.replace('kernel', 'cheat')\ngrader.check('tiled', SOURCE)",
+    )
     with pytest.raises(SubmissionError, match=r"cell 3 .*rewrites SOURCE"):
         notebook_source(nb, "tiled")
     # a later kernel cell (another exercise) sets SOURCE afresh: that is not a rewrite of ours
-    nb = _nb(tmp_path, f"# kernel: tiled\nSOURCE = r'''\n{GOOD}'''", "%%time\nx = SOURCE.count('k')",
-             f"# kernel: naive\nSOURCE = r'''\n{GOOD}'''", "SOURCE = SOURCE + 'x'")
+    nb = _nb(
+        tmp_path,
+        f"# kernel: tiled\nSOURCE = r'''\n{GOOD}'''",
+        "%%time\nx = SOURCE.count('k')",
+        f"# kernel: naive\nSOURCE = r'''\n{GOOD}'''",
+        "SOURCE = SOURCE + 'x'",
+    )
     assert GOOD in notebook_source(nb, "tiled")
     with pytest.raises(SubmissionError, match="rewrites SOURCE"):
         notebook_source(nb, "naive")
 
 
 def test_an_annotated_assignment_is_accepted_and_uses_are_fine(tmp_path):
-    nb = _nb(tmp_path, f"# kernel: tiled\nSOURCE: str = r'''\n{GOOD}'''\nmod = grader.load(SOURCE, 'tiled')\n"
-                       "head, _, tail = SOURCE.rpartition('k')\nprint(SOURCE.replace('a', 'b'))")
+    nb = _nb(
+        tmp_path,
+        f"# kernel: tiled\nSOURCE: str = r'''\n{GOOD}'''\nmod = grader.load(SOURCE, 'tiled')\n"
+        "head, _, tail = SOURCE.rpartition('k')\nprint(SOURCE.replace('a', 'b'))",
+    )
     assert GOOD in notebook_source(nb, "tiled")
     assert GOOD in notebook_kernel(nb.read_text(), "tiled")
 
@@ -75,10 +101,11 @@ def test_messages_give_the_kernel_cells_line_numbers(tmp_path):
     """A forbidden construct and a compile error in a notebook's kernel cell are reported at the
     cell's lines, under the notebook's name."""
     from grader import grade
-    cell = ("# kernel: naive\n# line 2\nSOURCE = r'''\n#include <cuda_runtime.h>\n#include <cublas_v2.h>\n'''\n")
+
+    cell = "# kernel: naive\n# line 2\nSOURCE = r'''\n#include <cuda_runtime.h>\n#include <cublas_v2.h>\n'''\n"
     r = grade.grade("naive", str(_nb(tmp_path, "import grader", cell)), backend="cpu")
     assert not r.compiled and "lab.ipynb (kernel cell):5: #include <cublas_v2.h>" in r.message, r.message
-    cell = ("# kernel: naive\nSOURCE = r'''\n#include <cuda_runtime.h>\n\nint f() { return undefined_name; }\n'''\n")
+    cell = "# kernel: naive\nSOURCE = r'''\n#include <cuda_runtime.h>\n\nint f() { return undefined_name; }\n'''\n"
     r = grade.grade("naive", str(_nb(tmp_path, cell)), backend="cpu")
     assert not r.compiled and "lab.ipynb (kernel cell):5" in r.message, r.message
 
@@ -88,6 +115,7 @@ def test_in_a_notebook_check_of_source_gives_the_kernel_cells_lines(monkeypatch)
     input history, so the lines are the cell's; outside IPython the text's own lines."""
     import sys
     import types
+
     cell = f"# kernel: tiled\n# notes\nSOURCE = r'''\n{GOOD}'''"
     literal = "\n" + GOOD
     assert read(literal, "tiled") == (literal, "cell.cu")

@@ -1,11 +1,12 @@
 """The nvcc side of the toolchain, compile-only (no GPU needed)."""
+
 from pathlib import Path
 
 import pytest
 
 from grader import CompileError, toolchain
 
-GOOD = '''#include <cuda_runtime.h>
+GOOD = """#include <cuda_runtime.h>
 __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < M && col < N) { float s = 0; for (int i = 0; i < K; ++i) s += A[row * K + i] * B[i * N + col]; C[row * N + col] = s; }
@@ -14,7 +15,7 @@ extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int
     dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
     k<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
 }
-'''
+"""
 
 
 @pytest.mark.nvcc
@@ -62,6 +63,7 @@ ptxas info    : Used 40 registers, used 1 barriers, 8192 bytes smem, 380 bytes c
 
 def test_build_without_gpu_for_cuda_backend_says_how_to_fix(monkeypatch):
     import torch
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(Exception) as e:
         toolchain.build(GOOD, backend="cuda", exercise="naive")
@@ -80,6 +82,7 @@ def test_a_timeout_kills_the_compilers_children_too():
     import os
     import time
     from grader import procs
+
     secs = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # a sleep this test can find again
     t0 = time.monotonic()
     # the driver (sh) starts a child that outlives it unless the whole process group is killed
@@ -92,5 +95,6 @@ def test_a_timeout_kills_the_compilers_children_too():
             return Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return b""
+
     assert not [p for p in os.listdir("/proc") if p.isdigit() and secs.encode() in cmdline(p)]
     assert procs.run_all([["sh", "-c", "echo hi"]], timeout=5) == [(0, "hi\n")]

@@ -1,5 +1,6 @@
 """grader.widgets: from a kernel's access trace (grader.profile, CPU backend) to the pictures
 (grader.plots) and the widgets. The kernels are the references in kernels/, traced at small shapes."""
+
 import os
 
 import pytest
@@ -16,8 +17,17 @@ def layers(panel):
 
 def test_a_record_with_a_lane_twice_is_one_access_per_stretch_between_barriers():
     # grader.profile counts occurrences from the last barrier: steps 0 and 1 of a tile loop share one record
-    rec = dict(kernel="k", line=3, block=(0, 0, 0), warp=0, space="global", op="ld", buffer="A", occurrence=0,
-               lanes=[(l, (l, 0, 0), 4 * l, 4) for l in range(32)] + [(l, (l, 0, 0), 128 + 4 * l, 4) for l in range(32)])
+    rec = dict(
+        kernel="k",
+        line=3,
+        block=(0, 0, 0),
+        warp=0,
+        space="global",
+        op="ld",
+        buffer="A",
+        occurrence=0,
+        lanes=[(l, (l, 0, 0), 4 * l, 4) for l in range(32)] + [(l, (l, 0, 0), 128 + 4 * l, 4) for l in range(32)],
+    )
     acc = widgets.accesses([rec])
     assert [(a.occurrence, len(a.lanes), a.lanes[0][2]) for a in acc] == [(0, 32, 0), (1, 32, 128)]
 
@@ -25,7 +35,7 @@ def test_a_record_with_a_lane_twice_is_one_access_per_stretch_between_barriers()
 def test_naive_thread_touches_one_row_of_A_and_one_column_of_B():
     M, N, Kd = 40, 36, 24
     p = widgets.profile_of(K("01_naive.cu"), "naive", (M, N, Kd))
-    panels = widgets.thread_data(p, (1, 2, 0), (3, 5, 0))       # thread (3, 5) of block (1, 2): C[37][19]
+    panels = widgets.thread_data(p, (1, 2, 0), (3, 5, 0))  # thread (3, 5) of block (1, 2): C[37][19]
     got = {name.split()[0]: layers(panel) for name, panel in panels.items()}
     assert set(got) == {"A", "B", "C"}
     assert got["A"]["read"] == [(37, k) for k in range(Kd)]
@@ -35,8 +45,10 @@ def test_naive_thread_touches_one_row_of_A_and_one_column_of_B():
 
 
 def test_warp_view_counts_the_bank_conflict_and_its_absence():
-    for name, exercise, per_request in (("03_bank_conflicts.cu", "conflict_free", 32),
-                                        ("03_conflict_free.cu", "conflict_free", 1)):
+    for name, exercise, per_request in (
+        ("03_bank_conflicts.cu", "conflict_free", 32),
+        ("03_conflict_free.cu", "conflict_free", 1),
+    ):
         p = widgets.profile_of(K(name), exercise, (32, 32, 32))
         key = next(k for k in widgets.instructions(p) if k[2:] == ("shared", "st", "BsT"))
         a = widgets.warp_accesses(p, key, (0, 0, 0), 0)[0]
@@ -51,13 +63,13 @@ def test_warp_view_of_the_naive_B_load_is_coalesced():
     p = widgets.profile_of(K("01_naive.cu"), "naive", (40, 36, 24))
     key = next(k for k in widgets.instructions(p) if k[2:] == ("global", "ld", "B"))
     d = widgets.warp_data(p, widgets.warp_accesses(p, key, (0, 0, 0), 0)[0])
-    assert d["kind"] == "sector" and d["n"] == 2   # 16 consecutive floats from offset 0 (both rows of the warp)
+    assert d["kind"] == "sector" and d["n"] == 2  # 16 consecutive floats from offset 0 (both rows of the warp)
 
 
 def test_tile_walk_of_the_tiled_kernel_moves_one_tile_per_step():
     p = widgets.profile_of(K("02_tiled.cu"), "tiled", (40, 36, 70), blocks=[(0, 0, 0)])
     walk = widgets.steps(p, (0, 0, 0))
-    assert walk["n"] == 3                                           # K = 70: tiles of 32, 32, 6
+    assert walk["n"] == 3  # K = 70: tiles of 32, 32, 6
     for step in range(3):
         panels = widgets.tile_data(p, (0, 0, 0), step, thread=(3, 5, 0))
         a = layers(panels["A"])
@@ -75,8 +87,8 @@ def test_mask_bits_each_lane_sets_its_own_bit():
     stores = widgets.mask_stores(p)
     assert stores
     rows = widgets.mask_data(p, *stores[0])
-    assert rows and all(r["writer"] == 0 for r in rows)             # lane 0 stores the ballot's word
-    assert rows[0]["bits"] == {b: b for b in range(32)}             # bit b: lane b's element
+    assert rows and all(r["writer"] == 0 for r in rows)  # lane 0 stores the ballot's word
+    assert rows[0]["bits"] == {b: b for b in range(32)}  # bit b: lane b's element
     assert plots.mask_bits(rows).axes
 
 
@@ -92,8 +104,9 @@ def test_widget_redraws_when_a_slider_moves_and_carries_a_png():
 
 
 def test_counts_beside_the_previous_rung_and_the_roofline():
-    table = widgets.compare(K("01_naive.cu"), "naive", {"uncoalesced (01a)": K("01a_naive_uncoalesced.cu")},
-                            (64, 64, 64), measured={})
+    table = widgets.compare(
+        K("01_naive.cu"), "naive", {"uncoalesced (01a)": K("01a_naive_uncoalesced.cu")}, (64, 64, 64), measured={}
+    )
     ours, theirs = table["yours"], table["uncoalesced (01a)"]
     assert ours["sectors per global load"] < theirs["sectors per global load"]
     assert ours["global loads per FMA"] == theirs["global loads per FMA"] == 2

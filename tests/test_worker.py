@@ -1,4 +1,5 @@
 """The worker's guard zones: an out-of-bounds write is seen, an in-bounds one is not."""
+
 import torch
 
 from grader import worker

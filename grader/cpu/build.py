@@ -9,6 +9,7 @@ instrumentation hooks and this runtime's entry points); then both are linked.
 A sanitize build uses AddressSanitizer instead (and the ucontext fiber switch, since the
 assembly switch trips ASan); load it in a process started with `sanitizer_env()`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,8 +30,17 @@ from .rewrite import LaunchSyntaxError, UnsupportedConstruct, rewrite
 
 HERE = Path(__file__).resolve().parent
 GXX = os.environ.get("CXX", "g++")
-_COMMON = ["-std=c++20", "-O2", "-fPIC", "-fno-strict-aliasing", "-g1", "-Wno-unknown-pragmas",
-           "-fdiagnostics-plain-output", "-fmax-errors=10", f"-I{HERE}"]
+_COMMON = [
+    "-std=c++20",
+    "-O2",
+    "-fPIC",
+    "-fno-strict-aliasing",
+    "-g1",
+    "-Wno-unknown-pragmas",
+    "-fdiagnostics-plain-output",
+    "-fmax-errors=10",
+    f"-I{HERE}",
+]
 # -fstack-clash-protection: a large local array probes its pages in order, so a thread that
 # overflows its fiber stack faults in its guard page (reported as such) instead of writing
 # into another thread's stack.
@@ -49,8 +59,9 @@ class NotOnCpu(CannotGrade):
 
     def __init__(self, filename: str, line: int | None, what: str):
         where = f"{filename}:{line}: " if line else f"{filename}: "
-        super().__init__(f"could not grade on the CPU backend: {where}{what}. "
-                         "Grade this file on a GPU (--backend cuda).")
+        super().__init__(
+            f"could not grade on the CPU backend: {where}{what}. Grade this file on a GPU (--backend cuda)."
+        )
         self.line = line
 
 
@@ -68,22 +79,31 @@ def _unsupported_in_log(log: str, filename: str) -> NotOnCpu | None:
     at = rf"(?:^|/){base}:(\d+):\d+:"
     names = _cuda_names()
     q = "['\u2018\u2019`]"  # g++ quotes with ' or, in a UTF-8 locale, with \u2018 \u2019
-    for m in re.finditer(rf"{at} error: {q}([\w:]+){q} (?:was not declared in this scope|has not been declared"
-                         rf"|is not a member of {q}([\w:]+){q})", log, re.M):
+    for m in re.finditer(
+        rf"{at} error: {q}([\w:]+){q} (?:was not declared in this scope|has not been declared"
+        rf"|is not a member of {q}([\w:]+){q})",
+        log,
+        re.M,
+    ):
         name, scope = m.group(2), m.group(3) or ""
         if name in names or name.split("::")[-1] in names:
             return NotOnCpu(filename, int(m.group(1)), f"{name} is part of CUDA but not of the CPU backend")
         if scope and re.search(r"cooperative_groups|\bcg\b", scope + " " + name):
-            return NotOnCpu(filename, int(m.group(1)), f"cooperative_groups::{name} is not supported by the CPU "
-                            "backend")
+            return NotOnCpu(
+                filename, int(m.group(1)), f"cooperative_groups::{name} is not supported by the CPU backend"
+            )
     # a member or overload of cooperative groups the backend's header lacks (tiled_partition(block, n) ...)
     m = re.search(rf"{at} error: .*{q}[^\n]*cooperative_groups::[^\n]*$", log, re.M)
     if m:
-        return NotOnCpu(filename, int(m.group(1)), "this use of cooperative groups is not supported by the CPU "
-                        "backend (it runs the thread block and tiled_partition<N> tiles of up to 32 threads: sync, "
-                        "shfl*, ballot, any/all, match_any and reduce)")
+        return NotOnCpu(
+            filename,
+            int(m.group(1)),
+            "this use of cooperative groups is not supported by the CPU "
+            "backend (it runs the thread block and tiled_partition<N> tiles of up to 32 threads: sync, "
+            "shfl*, ballot, any/all, match_any and reduce)",
+        )
     for m in re.finditer(r"error: static assertion failed: (.*(?:CPU backend).*)$", log, re.M):
-        lines = re.findall(rf"{at}\s+required from here", log[:m.start()], re.M)
+        lines = re.findall(rf"{at}\s+required from here", log[: m.start()], re.M)
         return NotOnCpu(filename, int(lines[-1]) if lines else None, m.group(1).strip())
     return None
 
@@ -133,10 +153,12 @@ def _translation_unit(source: str, filename: str, prelude: str) -> str:
     except UnsupportedConstruct as e:
         raise NotOnCpu(filename, e.line, e.message) from None
     name = filename.replace("\\", "/").replace('"', "")
-    return (f'#include "cuda_emu.h"\n'
-            f'namespace cuda_emu {{ extern const char* const source_name = "{name}"; }}\n'
-            f'#line 1 "<contract declarations>"\n{prelude}\n'
-            f'#line 1 "{name}"\n{body}')
+    return (
+        f'#include "cuda_emu.h"\n'
+        f'namespace cuda_emu {{ extern const char* const source_name = "{name}"; }}\n'
+        f'#line 1 "<contract declarations>"\n{prelude}\n'
+        f'#line 1 "{name}"\n{body}'
+    )
 
 
 def _trim(log: str, tmp: Path) -> str:
@@ -147,8 +169,12 @@ def _trim(log: str, tmp: Path) -> str:
         if re.match(r"^\S[^:]*:\d+:\d+: (fatal )?error: ", line) or re.match(r"^\S.*: (fatal )?error: ", line):
             in_error = True
             keep.append(line)
-        elif re.match(r"^\S[^:]*:(\d+:\d+:)? (note|warning): ", line) or re.match(r"^(In file included|\S.*: In )", line) \
-                or line.startswith("compilation terminated") or line.startswith("collect2"):
+        elif (
+            re.match(r"^\S[^:]*:(\d+:\d+:)? (note|warning): ", line)
+            or re.match(r"^(In file included|\S.*: In )", line)
+            or line.startswith("compilation terminated")
+            or line.startswith("collect2")
+        ):
             in_error = False
         elif in_error and line.startswith(" "):
             keep.append(line)
@@ -189,14 +215,25 @@ def _run(cmds: list[list[str]], cwd: Path, timeout: float | None = None) -> list
     """Run the commands in parallel; all are killed if they outlast `timeout` seconds together."""
     results = run_all(cmds, cwd, timeout)
     if results is None:
-        raise CompileError(f"g++ did not finish within {timeout:.0f} s "
-                           "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer).")
+        raise CompileError(
+            f"g++ did not finish within {timeout:.0f} s "
+            "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer)."
+        )
     return results
 
 
-def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu", prelude: str = "",
-                    sanitize: bool = False, workdir: Path | None = None, timeout: float | None = None,
-                    defines: tuple[str, ...] = (), check_calls: bool = True) -> str:
+def compile_library(
+    source: str,
+    out_path: Path,
+    *,
+    filename: str = "kernel.cu",
+    prelude: str = "",
+    sanitize: bool = False,
+    workdir: Path | None = None,
+    timeout: float | None = None,
+    defines: tuple[str, ...] = (),
+    check_calls: bool = True,
+) -> str:
     """Compile a kernel file into a CPU shared library at out_path; returns the compiler log.
 
     `defines`: -D/-U flags for the kernel file (the nvcc build's tuning switches); any other flag
@@ -226,11 +263,14 @@ def compile_library(source: str, out_path: Path, *, filename: str = "kernel.cu",
                 os.replace(tmp / obj.name, obj)
         if check_calls:  # the kernel file's object only: the runtime is the grader's own code
             api = linkcheck.emulation_api(h for h in sorted(HERE.glob("*.h")) if h.name != "runtime_internal.h")
-            linkcheck.enforce(tmp / "kernel_emu.o", "cpu", filename,
-                              runtime=linkcheck.runtime_symbols(runtime_objs, api))
+            linkcheck.enforce(
+                tmp / "kernel_emu.o", "cpu", filename, runtime=linkcheck.runtime_symbols(runtime_objs, api)
+            )
         objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
-        link = [GXX, "-shared", "-pthread", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (["-fsanitize=address"] if sanitize else [])
+        link = [GXX, "-shared", "-pthread", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (
+            ["-fsanitize=address"] if sanitize else []
+        )
         rc, out = _run([link], tmp, timeout)[0]
         log += out
         if rc:

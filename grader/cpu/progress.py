@@ -6,31 +6,38 @@ launch has run for a second or more (runtime.cpp, "Progress"):
 The CPU backend runs every GPU thread one after another, so a correct kernel that does much
 work per thread can outlast the time limit here: that is not a hang, and the message says so.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 STUCK_S = 3.0  # one block has used this much CPU time: more likely stuck than slow
-_LINE = re.compile(r"^cuda_emu progress: launch (\d+), block (\d+) of (\d+), ([\d.]+) s, ([\d.]+) s CPU in this "
-                   r"block, kernel (.*)$", re.M)
+_LINE = re.compile(
+    r"^cuda_emu progress: launch (\d+), block (\d+) of (\d+), ([\d.]+) s, ([\d.]+) s CPU in this "
+    r"block, kernel (.*)$",
+    re.M,
+)
 
 
 @dataclass
 class Progress:
     launch: int
-    block: int      # the block running (1-based)
+    block: int  # the block running (1-based)
     blocks: int
     seconds: float
     block_cpu: float  # CPU seconds the running block has used
     kernel: str
-    state: str       # "advancing" (blocks finish), "stuck" (one block used STUCK_S of CPU), "unknown"
+    state: str  # "advancing" (blocks finish), "stuck" (one block used STUCK_S of CPU), "unknown"
 
 
 def strip(output: str) -> str:
     """The child's output without the progress lines (what the kernel itself printed)."""
-    return re.sub(r"\n?^cuda_emu progress: .*$\n?", "\n", output, flags=re.M).strip("\n") if "cuda_emu progress" \
-        in output else output
+    return (
+        re.sub(r"\n?^cuda_emu progress: .*$\n?", "\n", output, flags=re.M).strip("\n")
+        if "cuda_emu progress" in output
+        else output
+    )
 
 
 def last(output: str) -> Progress | None:
@@ -45,14 +52,20 @@ def last(output: str) -> Progress | None:
 
 def timeout_message(p: Progress, dims: str, runs_done: int) -> str:
     """The verdict's message for a CPU-backend time-out with progress lines."""
-    head = (f"the kernel did not finish within the time limit on the CPU backend, at shape {dims} "
-            f"({runs_done} test run{'s' if runs_done != 1 else ''} had finished): kernel {p.kernel} had started "
-            f"block {p.block} of {p.blocks} of its launch after {p.seconds:.0f} s")
+    head = (
+        f"the kernel did not finish within the time limit on the CPU backend, at shape {dims} "
+        f"({runs_done} test run{'s' if runs_done != 1 else ''} had finished): kernel {p.kernel} had started "
+        f"block {p.block} of {p.blocks} of its launch after {p.seconds:.0f} s"
+    )
     if p.state == "advancing":
-        return (head + ", and was still advancing. The CPU backend runs every GPU thread one after another, "
-                "so a correct kernel can be too slow for it: grade on a GPU, or allow more time (--timeout).")
+        return (
+            head + ", and was still advancing. The CPU backend runs every GPU thread one after another, "
+            "so a correct kernel can be too slow for it: grade on a GPU, or allow more time (--timeout)."
+        )
     if p.state == "stuck":
-        return (head + f", and that block had run for {p.block_cpu:.0f} s of CPU time: a loop that never ends, or a "
-                "thread that waits for another block (blocks never run at the same time here)? Or one block is "
-                "that slow on the CPU backend.")
+        return (
+            head + f", and that block had run for {p.block_cpu:.0f} s of CPU time: a loop that never ends, or a "
+            "thread that waits for another block (blocks never run at the same time here)? Or one block is "
+            "that slow on the CPU backend."
+        )
     return head + "."

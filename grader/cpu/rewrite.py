@@ -11,6 +11,7 @@ Only what a header cannot do is rewritten, and every edit keeps line numbers:
 Constructs the CPU backend cannot run raise UnsupportedConstruct with the line.
 Scanning works on a copy with comments and string literals blanked out.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,8 @@ class Rewritten:
 
 _DROPPED_INCLUDES = re.compile(
     r"^\s*#\s*include\s*[<\"](cuda_runtime(_api)?\.h|cuda\.h|device_launch_parameters\.h|device_functions\.h"
-    r"|cuda_fp16\.h|cuda_fp16\.hpp|c10/cuda/.*|ATen/cuda/.*|sm_\d+_intrinsics\.h|vector_types\.h)[>\"]")
+    r"|cuda_fp16\.h|cuda_fp16\.hpp|c10/cuda/.*|ATen/cuda/.*|sm_\d+_intrinsics\.h|vector_types\.h)[>\"]"
+)
 # <cooperative_groups.h> is the backend's own header (grader/cpu, first on the include path).
 _CG_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]cooperative_groups/reduce\.h[>\"]")
 _UNSUPPORTED_INCLUDES = {
@@ -59,13 +61,14 @@ _UNSUPPORTED_TOKENS = {
     r"|memcpy_async|inclusive_scan|exclusive_scan|this_multi_grid)\b": "this part of cooperative groups",
     r"\b__nanosleep\b": "__nanosleep (a spin-wait on other blocks would never end: blocks run one after another)",
     r"\b__(shfl|shfl_up|shfl_down|shfl_xor|ballot|any|all)\s*\(": "the pre-CUDA-9 warp intrinsics without _sync "
-                                                                 "(use __shfl_sync(0xffffffff, ...) and friends)",
-    r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEvent\w+":
-        "this runtime API call (streams, events, managed or pinned memory)",
+    "(use __shfl_sync(0xffffffff, ...) and friends)",
+    r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEvent\w+": "this runtime API call (streams, events, managed or pinned memory)",
     r"\bcudaLaunchKernel\w*\b": "cudaLaunchKernel (launch with kernel<<<grid, block, shared, stream>>>(...))",
 }
-_BARRIER = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
-                      r"|__activemask|__match\w*_sync|__reduce\w*_sync|cooperative_groups)\b")
+_BARRIER = re.compile(
+    r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
+    r"|__activemask|__match\w*_sync|__reduce\w*_sync|cooperative_groups)\b"
+)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -86,7 +89,7 @@ def _blank(src: str) -> str:
             while j < n and src[j] != c and src[j] != "\n":
                 j += 2 if src[j] == "\\" else 1
             j = min(j + 1, n)
-            if c == "\"" or j - i <= 8:  # keep digit separators like 1'000 harmless
+            if c == '"' or j - i <= 8:  # keep digit separators like 1'000 harmless
                 for k in range(i + 1, j - 1):
                     if out[k] != "\n":
                         out[k] = " "
@@ -168,8 +171,12 @@ def _device_only_blanked(code: str) -> str:
             kind = d.group(1)
             if kind.startswith("if"):
                 depth += 1
-                if skip_at is None and "__CUDA_ARCH__" in line and not re.search(r"!\s*defined", line) \
-                        and kind != "ifndef":
+                if (
+                    skip_at is None
+                    and "__CUDA_ARCH__" in line
+                    and not re.search(r"!\s*defined", line)
+                    and kind != "ifndef"
+                ):
                     skip_at = depth
             elif kind in ("else", "elif") and skip_at == depth:
                 skip_at = None
@@ -183,8 +190,10 @@ def _device_only_blanked(code: str) -> str:
     return "\n".join(lines)
 
 
-_CG_SUPPORTED = ("; of cooperative groups it runs the thread block, tiled_partition<N> tiles of up to 32 threads, "
-                 "sync, shuffles, ballot, any/all and reduce")
+_CG_SUPPORTED = (
+    "; of cooperative groups it runs the thread block, tiled_partition<N> tiles of up to 32 threads, "
+    "sync, shuffles, ballot, any/all and reduce"
+)
 
 
 def _check_unsupported(code: str, src: str):
@@ -194,26 +203,30 @@ def _check_unsupported(code: str, src: str):
             continue
         for key, what in _UNSUPPORTED_INCLUDES.items():
             if key in m.group(1):
-                raise UnsupportedConstruct(_line_of(src, m.start()), f"{what} is not supported by the CPU backend"
-                                           + (_CG_SUPPORTED if "cooperative" in what else ""))
+                raise UnsupportedConstruct(
+                    _line_of(src, m.start()),
+                    f"{what} is not supported by the CPU backend" + (_CG_SUPPORTED if "cooperative" in what else ""),
+                )
     for pattern, what in _UNSUPPORTED_TOKENS.items():
         m = re.search(pattern, code)
         if m:
             name = m.group(0).strip("(").strip()
             label = what if name in what else f"{what}: {name}"
-            raise UnsupportedConstruct(_line_of(code, m.start()), f"{label} is not supported by the CPU backend"
-                                       + (_CG_SUPPORTED if "cooperative" in what else ""))
+            raise UnsupportedConstruct(
+                _line_of(code, m.start()),
+                f"{label} is not supported by the CPU backend" + (_CG_SUPPORTED if "cooperative" in what else ""),
+            )
 
 
 def _rewrite_directives(src: str, code: str, edits: _Edits):
     for m in re.finditer(r"^[ \t]*#[ \t]*(include|pragma)\b.*$", code, re.M):
-        line = src[m.start():m.end()]
+        line = src[m.start() : m.end()]
         if m.group(1) == "include" and _DROPPED_INCLUDES.match(line):
             edits.replace(m.start(), m.end(), "")
         elif m.group(1) == "include" and _CG_INCLUDE.match(line):
             edits.replace(m.start(), m.end(), "#include <cooperative_groups.h>")
         elif m.group(1) == "pragma":
-            u = re.match(r"\s*#\s*pragma\s+unroll\b\s*\(?\s*(\d*)\s*\)?\s*$", code[m.start():m.end()])
+            u = re.match(r"\s*#\s*pragma\s+unroll\b\s*\(?\s*(\d*)\s*\)?\s*$", code[m.start() : m.end()])
             if u:  # GCC needs a literal count; a bare or symbolic one is dropped
                 edits.replace(m.start(), m.end(), f"#pragma GCC unroll {u.group(1)}" if u.group(1) else "")
 
@@ -244,28 +257,31 @@ def _rewrite_shared(src: str, code: str, edits: _Edits):
         end = code.find(";", m.end())
         if end < 0:
             continue
-        ext = re.search(r"\bextern\s+$", code[max(0, m.start() - 40):m.start()])
+        ext = re.search(r"\bextern\s+$", code[max(0, m.start() - 40) : m.start()])
         if ext:
-            start = m.start() - (len(code[max(0, m.start() - 40):m.start()]) - ext.start())
-            decl = src[m.end():end]
+            start = m.start() - (len(code[max(0, m.start() - 40) : m.start()]) - ext.start())
+            decl = src[m.end() : end]
             names = _decl_names(code, m.end(), end)
-            if len(names) != 1 or "[" not in code[names[0][1]:end]:
-                raise UnsupportedConstruct(_line_of(src, m.start()),
-                                           "write extern __shared__ as one array per declaration: "
-                                           "extern __shared__ float smem[];")
+            if len(names) != 1 or "[" not in code[names[0][1] : end]:
+                raise UnsupportedConstruct(
+                    _line_of(src, m.start()),
+                    "write extern __shared__ as one array per declaration: extern __shared__ float smem[];",
+                )
             name, ns, _ = names[0]
-            typ = re.sub(r"__align__\s*\(\s*\d+\s*\)|\balignas\s*\(\s*\d+\s*\)", "", src[m.end():ns]).strip()
-            rest = src[ns + len(name):end].strip()
-            inner = rest[rest.index("]") + 1:] if rest.startswith("[") else rest
+            typ = re.sub(r"__align__\s*\(\s*\d+\s*\)|\balignas\s*\(\s*\d+\s*\)", "", src[m.end() : ns]).strip()
+            rest = src[ns + len(name) : end].strip()
+            inner = rest[rest.index("]") + 1 :] if rest.startswith("[") else rest
             ptr = f"{typ} (*{name}){inner}" if inner else f"{typ}* {name}"
             cast = f"{typ} (*){inner}" if inner else f"{typ}*"
             edits.replace(start, end, f'{ptr} = reinterpret_cast<{cast}>(::cuda_emu::dyn_smem("{name}"))')
             continue
-        static = re.search(r"\bstatic\s+$", code[max(0, m.start() - 40):m.start()])
+        static = re.search(r"\bstatic\s+$", code[max(0, m.start() - 40) : m.start()])
         if static:  # __shared__ already expands to static
-            edits.replace(m.start() - (len(code[max(0, m.start() - 40):m.start()]) - static.start()), m.start(), "")
-        regs = "".join(f' static ::cuda_emu::SharedReg cuda_emu_reg_{name}({name}, "{name}");'
-                       for name, _, _ in _decl_names(code, m.end(), end))
+            edits.replace(m.start() - (len(code[max(0, m.start() - 40) : m.start()]) - static.start()), m.start(), "")
+        regs = "".join(
+            f' static ::cuda_emu::SharedReg cuda_emu_reg_{name}({name}, "{name}");'
+            for name, _, _ in _decl_names(code, m.end(), end)
+        )
         edits.replace(end + 1, end + 1, regs)
 
 
@@ -286,7 +302,7 @@ def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
                 j -= 1
         while j > 0 and (code[j - 1].isalnum() or code[j - 1] in "_:"):
             j -= 1
-        callee = src[j:m.start()].strip()
+        callee = src[j : m.start()].strip()
         line = _line_of(src, m.start())
         if not callee:
             raise UnsupportedConstruct(line, "could not find the kernel name before <<<")
@@ -307,12 +323,13 @@ def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
         cfg = [src[s:e].strip() for s, e in _split_top(code, m.end(), close)]
         if not 2 <= len(cfg) <= 4 or not all(cfg):
             raise LaunchSyntaxError(line, "a launch takes <<<grid, block[, shared_bytes[, stream]]>>>")
-        cfg += ["0", "nullptr"][len(cfg) - 2:]
-        args = src[a + 1:a_end - 1]
+        cfg += ["0", "nullptr"][len(cfg) - 2 :]
+        args = src[a + 1 : a_end - 1]
         name = callee.replace('"', "")
-        call = (f'::cuda_emu::launch("{name}", __LINE__, {"true" if fibers else "false"}, dim3({cfg[0]}), '
-                f'dim3({cfg[1]}), (size_t)({cfg[2]}), {cfg[3]}, {callee}'
-                + (f", {args})" if args.strip() else ")"))
+        call = (
+            f'::cuda_emu::launch("{name}", __LINE__, {"true" if fibers else "false"}, dim3({cfg[0]}), '
+            f"dim3({cfg[1]}), (size_t)({cfg[2]}), {cfg[3]}, {callee}" + (f", {args})" if args.strip() else ")")
+        )
         edits.replace(j, a_end, call)
 
 

@@ -1,4 +1,5 @@
 """Build kernel sources with the CPU backend and call them through ctypes."""
+
 from __future__ import annotations
 
 import atexit
@@ -48,9 +49,14 @@ class Lib:
         ptrs = (ctypes.c_ulonglong * n)(*(a.ctypes.data for a in arrs.values()))
         sizes = (ctypes.c_ulonglong * n)(*(a.nbytes for a in arrs.values()))
         self.dll.cuda_emu_set_buffers(n, names, ptrs, sizes)
-        self.dll.cuda_emu_set_outputs(n, names, ptrs, sizes,
-                                      (ctypes.c_int * n)(*(a.shape[-1] if a.ndim == 2 else 0 for a in arrs.values())),
-                                      (ctypes.c_int * n)(*(int(k in (outputs or {})) for k in arrs)))
+        self.dll.cuda_emu_set_outputs(
+            n,
+            names,
+            ptrs,
+            sizes,
+            (ctypes.c_int * n)(*(a.shape[-1] if a.ndim == 2 else 0 for a in arrs.values())),
+            (ctypes.c_int * n)(*(int(k in (outputs or {})) for k in arrs)),
+        )
 
 
 def line_of(source: str, marker: str) -> int:

@@ -1,4 +1,5 @@
 """Compile errors, unsupported constructs, plain (barrier-free) kernels and sanitize builds."""
+
 import os
 import pathlib
 import subprocess
@@ -35,6 +36,7 @@ def test_kernel_without_barriers_runs_as_plain_loop_with_contract_prelude():
     a, b = rng.standard_normal((37, 29), dtype=np.float32), rng.standard_normal((29, 41), dtype=np.float32)
     c = np.zeros((37, 41), np.float32)
     import ctypes
+
     lib.dll.gemm(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), 37, 41, 29, None)
     assert lib.error() is None
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
@@ -57,21 +59,31 @@ def test_wrong_launcher_signature_is_a_compile_error():
     assert f"signature.cu:{line_of(src, 'extern')}:" in str(e.value)
 
 
-@pytest.mark.parametrize("snippet,words", [
-    ('asm volatile("membar.gl;");', "inline PTX assembly"),
-    ("unsigned v = __shfl_down(1, 1);", "without _sync"),
-    ("cudaLaunchKernel((void*)0, dim3(1), dim3(1), nullptr, 0, 0);", "kernel<<<grid, block, shared, stream>>>"),
-    # CUDA names the backend's headers lack: g++'s "not declared" becomes "could not grade"
-    ("float h = __half2float(__float2half(acc));", "__float2half is part of CUDA"),
-    ("cudaStream_t s2; cudaStreamGetPriority(s2, nullptr);", "cudaStreamGetPriority is part of CUDA"),
-    ("namespace cg = cooperative_groups; auto g = cg::coalesced_threads();", "coalesced_threads"),
-    ("auto t = cooperative_groups::tiled_partition<64>(cooperative_groups::this_thread_block());",
-     "sizes 1, 2, 4, 8, 16 and 32 only"),
-    ("auto t = cooperative_groups::tiled_partition(cooperative_groups::this_thread_block(), 8); t.sync();",
-     "this use of cooperative groups"),
-    ("auto w = cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block()); "
-     "int p; w.match_all(acc, p);", "this use of cooperative groups"),
-])
+@pytest.mark.parametrize(
+    "snippet,words",
+    [
+        ('asm volatile("membar.gl;");', "inline PTX assembly"),
+        ("unsigned v = __shfl_down(1, 1);", "without _sync"),
+        ("cudaLaunchKernel((void*)0, dim3(1), dim3(1), nullptr, 0, 0);", "kernel<<<grid, block, shared, stream>>>"),
+        # CUDA names the backend's headers lack: g++'s "not declared" becomes "could not grade"
+        ("float h = __half2float(__float2half(acc));", "__float2half is part of CUDA"),
+        ("cudaStream_t s2; cudaStreamGetPriority(s2, nullptr);", "cudaStreamGetPriority is part of CUDA"),
+        ("namespace cg = cooperative_groups; auto g = cg::coalesced_threads();", "coalesced_threads"),
+        (
+            "auto t = cooperative_groups::tiled_partition<64>(cooperative_groups::this_thread_block());",
+            "sizes 1, 2, 4, 8, 16 and 32 only",
+        ),
+        (
+            "auto t = cooperative_groups::tiled_partition(cooperative_groups::this_thread_block(), 8); t.sync();",
+            "this use of cooperative groups",
+        ),
+        (
+            "auto w = cooperative_groups::tiled_partition<32>(cooperative_groups::this_thread_block()); "
+            "int p; w.match_all(acc, p);",
+            "this use of cooperative groups",
+        ),
+    ],
+)
 def test_unsupported_construct_could_not_be_graded_with_its_line(snippet, words):
     src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
     if "cooperative_groups" in snippet:
@@ -84,8 +96,9 @@ def test_unsupported_construct_could_not_be_graded_with_its_line(snippet, words)
     assert f"unsupported.cu:{line_of(src, snippet)}:" in msg, msg
 
 
-@pytest.mark.parametrize("snippet", ["float v = __syncthread();", "float v = cudaMallocc(0);",
-                                     "kern<<<1, 2, 3, 4, 5>>>(0);"])
+@pytest.mark.parametrize(
+    "snippet", ["float v = __syncthread();", "float v = cudaMallocc(0);", "kern<<<1, 2, 3, 4, 5>>>(0);"]
+)
 def test_a_typo_or_bad_launch_is_still_a_compile_error(snippet):
     src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f; " + snippet)
     with pytest.raises(CompileError):
@@ -135,8 +148,9 @@ def sanitized():
 def test_sanitize_build_reports_out_of_bounds(sanitized, which, marker):
     so = sanitized
     env = {**os.environ, **sanitizer_env()}
-    r = subprocess.run([sys.executable, "-c", SAN_DRIVER, str(so), which], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", SAN_DRIVER, str(so), which], env=env, capture_output=True, text=True, timeout=120
+    )
     err = [l for l in r.stdout.splitlines() if l.startswith("ERROR:")]
     assert err and "out-of-bounds" in err[0], r.stdout + r.stderr
     assert f"sanitized.cu:{line_of(SAN_SRC, marker)}" in err[0], err[0]
@@ -145,12 +159,14 @@ def test_sanitize_build_reports_out_of_bounds(sanitized, which, marker):
 
 def test_defines_reach_the_kernel_and_other_flags_are_refused(tmp_path):
     from grader.cpu import compile_library
+
     src = NAIVE.replace("acc += A", "acc += SCALE * A")  # SCALE comes only from -D
     out = tmp_path / "scaled.so"
     compile_library(src, out, filename="scaled.cu", prelude=declarations("naive"), defines=("-DSCALE=2.0f",))
     lib = Lib(out)
     a, b, c = (np.ones((3, 3), np.float32) for _ in range(3))
     import ctypes
+
     lib.dll.gemm(*(ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)), 3, 3, 3, None)
     assert lib.error() is None and np.all(c == 6.0)
     with pytest.raises(ValueError, match="only -D/-U"):
@@ -168,14 +184,15 @@ PROBE = textwrap.dedent("""\
 
 def test_shared_memory_above_the_gpus_limit_is_refused_as_on_a_gpu(monkeypatch):
     lib = Lib(build(PROBE, "smem_probe"))
-    assert lib.dll.probe(100 * 1024) == 0          # an H200 allows 227 KB per block
-    assert lib.dll.probe(228 * 1024) == 1          # cudaErrorInvalidValue
+    assert lib.dll.probe(100 * 1024) == 0  # an H200 allows 227 KB per block
+    assert lib.dll.probe(228 * 1024) == 1  # cudaErrorInvalidValue
     monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(64 * 1024))  # play a T4
     assert lib.dll.probe(64 * 1024) == 0 and lib.dll.probe(100 * 1024) == 1
 
 
 def test_check_says_could_not_grade_with_exit_2_for_a_construct_the_backend_lacks(tmp_path, capsys):
     from grader.cli import main
+
     src = NAIVE.replace("float acc = 0.f;", 'float acc = 0.f; asm volatile("membar.gl;");')
     f = tmp_path / "mine.cu"
     f.write_text(src)

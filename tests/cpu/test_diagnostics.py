@@ -1,4 +1,5 @@
 """Bugs the CPU backend must catch, with a message that names the problem and the line."""
+
 import pathlib
 import re
 
@@ -93,6 +94,7 @@ def test_error_is_sticky_for_the_launch_and_later_launches_run(lib):
 
 def test_invalid_launch_configuration(lib):
     import ctypes
+
     f = lib.dll.too_many_threads
     f.restype = ctypes.c_int
     assert f(ctypes.c_void_p(np.zeros(4, np.float32).ctypes.data)) == 9  # cudaErrorInvalidConfiguration
@@ -120,8 +122,10 @@ def test_partial_syncwarp_orders_only_the_lanes_in_its_mask(lib):
     assert f"bugs.cu:{line_of(SRC, 'WRITE: half sync')}" in err
 
 
-@pytest.mark.skipif(__import__("grader.cpu.build", fromlist=["_gcc_major"])._gcc_major() < 12,
-                    reason="-ftrivial-auto-var-init needs GCC 12")
+@pytest.mark.skipif(
+    __import__("grader.cpu.build", fromlist=["_gcc_major"])._gcc_major() < 12,
+    reason="-ftrivial-auto-var-init needs GCC 12",
+)
 def test_uninitialised_accumulator_is_not_zero(lib):
     x = np.ones(8, np.float32)
     out = np.zeros(32, np.float32)

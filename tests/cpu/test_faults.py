@@ -1,4 +1,5 @@
 """A kernel that faults (SIGSEGV, SIGBUS, SIGFPE) gives a launch error; the process lives on."""
+
 import pathlib
 import re
 import subprocess
@@ -65,8 +66,13 @@ def test_integer_division_by_zero(lib):
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_grader_load_raises_kernel_error_and_the_process_lives_on():

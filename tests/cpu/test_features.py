@@ -1,4 +1,5 @@
 """Every CUDA feature the CPU backend must run, checked against numpy."""
+
 import pathlib
 
 import numpy as np
@@ -94,6 +95,7 @@ def test_math_intrinsics_and_min_max(lib):
 
 def test_runtime_api_and_large_dynamic_shared_memory(lib):
     import ctypes
+
     n = 16384  # 64 KiB of dynamic shared memory: needs cudaFuncSetAttribute
     x = rand(n)
     y = np.zeros_like(x)
@@ -123,14 +125,14 @@ def test_partial_syncwarp_within_each_half(lib):
 
 def test_runtime_calls_and_cache_hint_loads_stores(lib):
     import ctypes
+
     n = 200
     x = rand(n)
     y = np.full(n, np.nan, np.float32)
     info = np.zeros(6, np.int32)
     f = lib.dll.runtime_calls
     f.restype = ctypes.c_int
-    assert f(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), n,
-             ctypes.c_void_p(info.ctypes.data)) == 0
+    assert f(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(y.ctypes.data), n, ctypes.c_void_p(info.ctypes.data)) == 0
     assert lib.error() is None
     np.testing.assert_allclose(y, 8 * x, rtol=1e-5)
     assert info[0] == 0 and info[1] == info[5] > 0 and info[2] >= 48 * 1024 and info[3] == 1024 and info[4] == 32
@@ -159,7 +161,7 @@ def test_cooperative_groups_block_and_tiles(lib):
     bits = np.zeros(ballots.size * 32, bool)
     bits[:n] = x > 0
     want = (bits.reshape(-1, 32) * (1 << np.arange(32, dtype=np.uint64))).sum(1).astype(np.uint32)
-    np.testing.assert_array_equal(ballots[:(n + 255) // 256 * 8], want[:(n + 255) // 256 * 8])
+    np.testing.assert_array_equal(ballots[: (n + 255) // 256 * 8], want[: (n + 255) // 256 * 8])
 
 
 def test_volatile_shared_warp_reduction(lib):

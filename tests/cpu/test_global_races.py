@@ -1,6 +1,7 @@
 """Races on the outputs in global memory: the CPU backend runs blocks one after another, so a
 non-atomic read-modify-write from several blocks gave the right answer there (and lost updates
 on a GPU). Writes and reads of every output are tracked within a launch."""
+
 import pathlib
 
 import numpy as np

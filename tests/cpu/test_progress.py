@@ -1,5 +1,6 @@
 """A kernel that outlasts the time limit on the CPU backend: the verdict says how far it got,
 and tells a slow kernel (blocks still finishing) from a stuck one."""
+
 import textwrap
 
 import pytest
@@ -32,9 +33,11 @@ TIMEOUT_S = 20  # the worker's start (python, torch) counts too, and this machin
 @pytest.fixture(scope="module")
 def verdicts():
     from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(2) as pool:  # both wait out their time limit: together
-        slow, stuck = pool.map(lambda src: grade.grade("naive", src, backend="cpu", seed=1, scan=False,
-                                                       timeout=TIMEOUT_S), [SLOW, STUCK])
+        slow, stuck = pool.map(
+            lambda src: grade.grade("naive", src, backend="cpu", seed=1, scan=False, timeout=TIMEOUT_S), [SLOW, STUCK]
+        )
     return {"slow": slow, "stuck": stuck}
 
 
@@ -56,12 +59,16 @@ def test_a_stuck_kernel_is_told_apart(verdicts):
 
 
 def test_progress_lines_parse_and_strip():
-    out = ("hello\n\ncuda_emu progress: launch 2, block 3 of 40, 1.0 s, 0.1 s CPU in this block, kernel k<16>\n"
-           "\ncuda_emu progress: launch 2, block 9 of 40, 2.0 s, 0.2 s CPU in this block, kernel k<16>\nbye\n")
+    out = (
+        "hello\n\ncuda_emu progress: launch 2, block 3 of 40, 1.0 s, 0.1 s CPU in this block, kernel k<16>\n"
+        "\ncuda_emu progress: launch 2, block 9 of 40, 2.0 s, 0.2 s CPU in this block, kernel k<16>\nbye\n"
+    )
     p = progress.last(out)
     assert (p.launch, p.block, p.blocks, p.kernel, p.state) == (2, 9, 40, "k<16>", "advancing")
-    stuck = "".join(f"\ncuda_emu progress: launch 1, block 1 of 1, {s}.0 s, {s}.0 s CPU in this block, kernel k\n"
-                    for s in range(1, 6))
+    stuck = "".join(
+        f"\ncuda_emu progress: launch 1, block 1 of 1, {s}.0 s, {s}.0 s CPU in this block, kernel k\n"
+        for s in range(1, 6)
+    )
     assert progress.last(stuck).state == "stuck"
     assert progress.last(stuck.split("\n\n")[0] + "\n").state == "unknown"
     assert progress.strip(out) == "hello\nbye\n".rstrip("\n") or "progress" not in progress.strip(out)
