@@ -564,7 +564,7 @@ def _scan(source: str, clock: _Clock) -> list[Problem]:
                 )
     newlines = [m.start() for m in re.finditer("\n", text)]
     problems, seen = [], set()
-    for line, (offset, what, why) in sorted(
+    for line, (_offset, what, why) in sorted(
         ((bisect.bisect_left(newlines, f[0]) + 1, f) for f in found), key=lambda lf: lf[0]
     ):
         if line not in seen:

@@ -588,7 +588,6 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
     t = meta["timing"]
     res.timing = {k: v["median_ms"] for k, v in t.items()}
     k_ms = t["kernel"]["median_ms"]
-    ref = t.get("cublas") or t.get("torch")
     if t.get("cublas"):
         res.pct_cublas = 100.0 * t["cublas"]["median_ms"] / k_ms
     res.speedup = t["baseline"]["median_ms"] / k_ms if "baseline" in t else None

@@ -261,7 +261,7 @@ class GpuProbes:
             src = torch.ones(size // 4, device="cuda")
             dst = torch.empty_like(src)
             blocks = max(1, min(self.props.multi_processor_count * 8, src.numel() // 4 // 256))
-            fn = lambda: self.lib.copy_floats(src.data_ptr(), dst.data_ptr(), src.numel(), blocks, self._stream())  # noqa: E731
+            fn = lambda: self.lib.copy_floats(src.data_ptr(), dst.data_ptr(), src.numel(), blocks, self._stream())  # noqa: E731, F821 (used before the del below)
             t = time_gpu({"copy": fn}, flush=False, max_seconds=1.0)["copy"]
             self._sync("copy_floats")
             out.append({"bytes": size, "GBs": 2 * size / (t.median_ms * 1e-3) / 1e9, "ms": t.median_ms})

@@ -269,7 +269,7 @@ def cells(panels: dict[str, dict], title=None, legend=True):
         rows, cols = p["shape"]
         labels = [lab for lab, _ in p.get("layers", [])]
         grid = np.zeros((rows, cols))
-        for i, (lab, cs) in enumerate(p.get("layers", [])):
+        for i, (_lab, cs) in enumerate(p.get("layers", [])):
             for r, c in cs:
                 if 0 <= r < rows and 0 <= c < cols:
                     grid[r, c] = i + 1

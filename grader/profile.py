@@ -371,7 +371,7 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
         kernels = {}
         for r in rows:
             kernels.setdefault(r["kernel"], []).append(r)
-        for name, krows in kernels.items():
+        for krows in kernels.values():
             rd = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "ld")
             wr = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "st")
             bufs = {r["buffer"] for r in krows if r["space"] == "global"}

@@ -3,7 +3,6 @@
 
 import os
 
-import pytest
 
 from grader import plots, widgets
 

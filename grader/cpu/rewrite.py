@@ -260,7 +260,6 @@ def _rewrite_shared(src: str, code: str, edits: _Edits):
         ext = re.search(r"\bextern\s+$", code[max(0, m.start() - 40) : m.start()])
         if ext:
             start = m.start() - (len(code[max(0, m.start() - 40) : m.start()]) - ext.start())
-            decl = src[m.end() : end]
             names = _decl_names(code, m.end(), end)
             if len(names) != 1 or "[" not in code[names[0][1] : end]:
                 raise UnsupportedConstruct(

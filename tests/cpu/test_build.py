@@ -1,7 +1,6 @@
 """Compile errors, unsupported constructs, plain (barrier-free) kernels and sanitize builds."""
 
 import os
-import pathlib
 import subprocess
 import sys
 import textwrap
