@@ -268,16 +268,36 @@ def start_gemm_relu(folder=None) -> str:
     gemm, where = register_blocked_source(folder)
     cell = gemm_relu_scaffold(gemm)
     print(f"starting from {where}")
+    if _has_gemm_relu_kernel(folder):
+        print(
+            "Your saved 07_fused_epilogue.ipynb already has a gemm_relu kernel cell with a launcher: no second "
+            "cell written (the grader grades the last one). To start again, delete that cell and run this one."
+        )
+        return cell
     if offer_cell(cell):
         print(
-            "Written into a new cell below this one: do the exercise there, and delete the placeholder "
-            "`# kernel: gemm_relu` cell under it (the grader grades a notebook's last kernel cell)."
+            "Written into a new cell below this one: do the exercise there (the grader grades a notebook's "
+            "last `# kernel: gemm_relu` cell, which is that one)."
         )
     print(
         "No new cell? This front end ignores cells written from code: print the text this returns and "
-        "paste it into a new code cell."
+        "paste it into a new code cell below this one."
     )
     return cell
+
+
+def _has_gemm_relu_kernel(folder=None) -> bool:
+    """Does the saved notebook 07 in `folder` already hold a gemm_relu kernel cell that defines a launcher
+    (the learner's scaffold, or the solution), not only the exercise's placeholder?"""
+    import json
+
+    from . import submissions
+
+    path = (Path(folder) if folder else Path.cwd()) / "07_fused_epilogue.ipynb"
+    try:
+        return 'extern "C"' in submissions.notebook_kernels(json.loads(path.read_text())).get("gemm_relu", "")
+    except (OSError, ValueError, RecursionError):
+        return False
 
 
 # ---------------------------------------------------------------------------- notebook 08: training
