@@ -176,24 +176,32 @@ def _first_line(error: Exception | str) -> str:
     return (str(error).strip() or type(error).__name__).splitlines()[0]
 
 
-def _yours_else_reference(
-    cells: dict[str, str], reference: Path, join, problem, yours: str, folder=None
-) -> tuple[str, str]:
-    """(kernel file, where it came from): the kernel cells `cells` ({notebook: exercise}) of the notebooks
-    in `folder` (default: the working directory, the notebook's own), read by the grader's own parser and
-    joined into one file by `join({notebook: file})`, when `problem(file)` finds nothing wrong (None);
-    else the course's `reference` file, and why."""
+def _kernel_cell(notebook: str, exercise: str, folder=None) -> str | None:
+    """The `exercise` kernel cell of `notebook` in `folder` (default: the working directory, the notebook's
+    own), read by the grader's own parser; None when the notebook or the cell is missing or unreadable."""
     import json
 
     from . import submissions
 
-    folder = Path(folder) if folder else Path.cwd()
+    path = (Path(folder) if folder else Path.cwd()) / notebook
+    try:
+        return submissions.notebook_kernels(json.loads(path.read_text())).get(exercise)
+    except (OSError, ValueError, KeyError, RecursionError):
+        return None
+
+
+def _yours_else_reference(
+    cells: dict[str, str], reference: Path, join, problem, yours: str, folder=None
+) -> tuple[str, str]:
+    """(kernel file, where it came from): the kernel cells `cells` ({notebook: exercise}) of the notebooks
+    in `folder` (_kernel_cell), joined into one file by `join({notebook: file})`, when `problem(file)`
+    finds nothing wrong (None); else the course's `reference` file, and why."""
     found = {}
     for notebook, exercise in cells.items():
-        try:
-            found[notebook] = submissions.notebook_kernels(json.loads((folder / notebook).read_text()))[exercise]
-        except (OSError, ValueError, KeyError, RecursionError):
-            return reference.read_text(), f"kernels/{reference.name} (no {exercise} kernel cell in {folder / notebook})"
+        found[notebook] = _kernel_cell(notebook, exercise, folder)
+        if found[notebook] is None:
+            where = (Path(folder) if folder else Path.cwd()) / notebook
+            return reference.read_text(), f"kernels/{reference.name} (no {exercise} kernel cell in {where})"
     source = join(found)
     why = problem(source)
     return (reference.read_text(), f"kernels/{reference.name} ({why})") if why else (source, yours)
@@ -289,15 +297,7 @@ def start_gemm_relu(folder=None) -> str:
 def _has_gemm_relu_kernel(folder=None) -> bool:
     """Does the saved notebook 07 in `folder` already hold a gemm_relu kernel cell that defines a launcher
     (the learner's scaffold, or the solution), not only the exercise's placeholder?"""
-    import json
-
-    from . import submissions
-
-    path = (Path(folder) if folder else Path.cwd()) / "07_fused_epilogue.ipynb"
-    try:
-        return 'extern "C"' in submissions.notebook_kernels(json.loads(path.read_text())).get("gemm_relu", "")
-    except (OSError, ValueError, RecursionError):
-        return False
+    return 'extern "C"' in (_kernel_cell("07_fused_epilogue.ipynb", "gemm_relu", folder) or "")
 
 
 # ---------------------------------------------------------------------------- notebook 08: training
