@@ -1,17 +1,28 @@
 """Why does the grader time the ReLU pair level with PyTorch's (0.98-1.04x) when gpu_capstone.py
-times the same kernels at 1.10x? The same pair, timed four ways in one process (GPU only):
+times the same kernels at 1.10x? The same pair, timed several ways in one process (GPU only):
 
   plain    time_gpu on fixed inputs (gpu_capstone.py's way)
   fresh    inputs redrawn before every round (FreshRounds.refresh), no check after it
   graded   refresh before and FreshRounds.check after every round (worker.time_kernels' way)
   swapped  as graded, torch's pair timed first in each round
+  rotated  as graded, time_gpu(rotate=True): each round starts with the other pair
+  idle     refresh before every round; after it, the host sleeps as long as graded's check took
+           (no GPU work): is it the GPU idling during the check?
+  spin     as graded, then ~2 ms of GPU work (torch.cuda._sleep) before the next refresh
+  warm     as graded, then one untimed call of each pair on scratch buffers (other inputs)
 
-    python benchmarks/relu_timing_gap.py [kernels/06_relu_mask.cu]
+Each line gives the median SM and memory clocks that nvidia-smi reported during that way (MHz).
+
+    python benchmarks/relu_timing_gap.py [kernels/06_relu_mask.cu] [WAY...]
 """
 
 from __future__ import annotations
 
+import statistics
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,31 +34,94 @@ from grader import binding, checks, contract
 from grader.timing import time_gpu
 from grader.worker import FreshRounds
 
+WAYS = ("plain", "fresh", "graded", "swapped", "rotated", "idle", "spin", "warm", "plain")
+
+
+class Clocks:
+    """nvidia-smi's SM and memory clocks, sampled in a thread while a way is timed."""
+
+    def __init__(self):
+        self.samples: list[tuple[int, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        query = ["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader,nounits", "-i", "0"]
+        while not self._stop.is_set():
+            try:
+                sm, mem = subprocess.run(query, capture_output=True, text=True, timeout=5).stdout.split(",")[:2]
+                self.samples.append((int(sm), int(mem)))
+            except (OSError, ValueError, subprocess.SubprocessError):
+                return
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def __str__(self):
+        if not self.samples:
+            return "clocks n/a"
+        return "SM %d / mem %d MHz" % tuple(statistics.median(s[i] for s in self.samples) for i in (0, 1))
+
+
+def pairs(mod, ins, m, n):
+    """Our pair and torch's, on their own output buffers: (ours, theirs, outs)."""
+    Y, dX = torch.empty_like(ins["X"]), torch.empty_like(ins["X"])
+    mask = torch.empty(m, contract.mask_words(n), dtype=torch.int32, device="cuda")
+    saved = torch.relu(ins["X"])
+    ours = lambda: (mod.launch.relu_forward(ins["X"], Y, mask), mod.launch.relu_backward(mask, ins["dY"], dX))  # noqa: E731
+    theirs = lambda: (torch.relu(ins["X"]), torch.ops.aten.threshold_backward(ins["dY"], saved, 0))  # noqa: E731
+    return ours, theirs, {"Y": Y, "mask": mask, "dX": dX}
+
 
 def main() -> int:
-    path = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "kernels" / "06_relu_mask.cu")
+    args = sys.argv[1:]
+    path = args.pop(0) if args and args[0].endswith(".cu") else str(ROOT / "kernels" / "06_relu_mask.cu")
+    ways = args or WAYS
     mod = binding.load(path, "relu_mask", backend="cuda")
     m = n = 8192
     ins = checks.random_inputs("relu_mask", (m, n), torch.Generator(device="cuda").manual_seed(1))
-    Y, dX = torch.empty_like(ins["X"]), torch.empty_like(ins["X"])
-    mask = torch.empty(m, contract.mask_words(n), dtype=torch.int32, device="cuda")
-    outs = {"Y": Y, "mask": mask, "dX": dX}
-    saved = torch.relu(ins["X"])
-    ours = lambda: (mod.launch.relu_forward(ins["X"], Y, mask), mod.launch.relu_backward(mask, ins["dY"], dX))
-    theirs = lambda: (torch.relu(ins["X"]), torch.ops.aten.threshold_backward(ins["dY"], saved, 0))
-    for way in ("plain", "fresh", "graded", "swapped", "plain"):
+    ours, theirs, outs = pairs(mod, ins, m, n)
+    scratch = checks.random_inputs("relu_mask", (m, n), torch.Generator(device="cuda").manual_seed(2))
+    ours_s, theirs_s, _ = pairs(mod, scratch, m, n)
+    check_s = []  # how long graded's checks took (host seconds)
+    for way in ways:
         fr = FreshRounds("relu_mask", (m, n), ins, outs, seed=7)
+
+        def timed_check(fr=fr):
+            t0 = time.perf_counter()
+            stop = fr.check()
+            check_s.append(time.perf_counter() - t0)
+            return stop
+
+        after = {
+            "graded": timed_check,
+            "swapped": fr.check,
+            "rotated": fr.check,
+            "idle": lambda: time.sleep(statistics.median(check_s) if check_s else 0.01),
+            "spin": lambda fr=fr: fr.check() or torch.cuda._sleep(2_000_000) or False,
+            "warm": lambda fr=fr: fr.check() or ours_s() and theirs_s() and False,
+        }.get(way)
         fns = {"torch": theirs, "kernel": ours} if way == "swapped" else {"kernel": ours, "torch": theirs}
-        t = time_gpu(
-            fns,
-            max_seconds=4.0,
-            before_round=None if way == "plain" else fr.refresh,
-            after_round=fr.check if way in ("graded", "swapped") else None,
-        )
+        with Clocks() as clocks:
+            t = time_gpu(
+                fns,
+                max_seconds=4.0,
+                before_round=None if way == "plain" else fr.refresh,
+                after_round=after,
+                rotate=way == "rotated",
+            )
         print(
             f"{way:<8} kernel {t['kernel'].median_ms:.4f} ms  torch {t['torch'].median_ms:.4f} ms  "
-            f"speed-up {t['torch'].median_ms / t['kernel'].median_ms:.3f}  ({t['kernel'].runs} rounds, spread {t['kernel'].spread:.2f}"
-            f"{', failed: ' + fr.failure if fr.failure else ''})",
+            f"speed-up {t['torch'].median_ms / t['kernel'].median_ms:.3f}  ({t['kernel'].runs} rounds, "
+            f"spread {t['kernel'].spread:.2f}; {clocks}"
+            + (f"; check {1e3 * statistics.median(check_s):.1f} ms" if way == "graded" and check_s else "")
+            + f"{'; failed: ' + fr.failure if fr.failure else ''})",
             flush=True,
         )
     return 0

@@ -251,3 +251,14 @@ def test_rows_skipped_or_faked_at_the_timed_size_fail_every_time():
 
     ins, outs, fr = _setup("tiled", (256, 64, 96))
     assert _rounds(fr, fakes_rows) == 1 and ("column" in fr.failure or "elements wrong" in fr.failure)
+
+
+def test_rotate_starts_each_round_with_the_next_function(monkeypatch):
+    _fake_gpu_timing(monkeypatch)
+    calls = []
+    fns = {k: (lambda k=k: calls.append(k)) for k in "abc"}
+    timing.time_gpu(fns, warmup=0, min_runs=3, max_runs=3, rotate=True)
+    assert calls == list("abcbcacab")
+    calls.clear()
+    timing.time_gpu(fns, warmup=0, min_runs=2, max_runs=2)
+    assert calls == list("abcabc")  # the default keeps one order
