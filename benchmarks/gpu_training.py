@@ -3,7 +3,7 @@ against the same MLP built from nn.Linear + nn.ReLU.
 
     python benchmarks/gpu_training.py --save kernels/results/h200_training.json    # about a minute
 
-Timing (grader.lab.measure_training): a 64 -> 2048 -> 2048 -> 10 MLP on a batch of 4096 synthetic rows
+Timing (grader.training.measure_training): a 64 -> 2048 -> 2048 -> 10 MLP on a batch of 4096 synthetic rows
 (randn inputs, random labels: the time of a step does not depend on the data), Adam, TF32 off; the
 median step time of three variants (the file's launchers everywhere; the same with torch's GEMMs
 outside the fused forward; nn.Linear + nn.ReLU), the memory the forward keeps and its peak, and the
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import torch
 
 import grader
-from grader import lab, mlp
+from grader import mlp, training
 
 
 def main() -> int:
@@ -44,16 +44,16 @@ def main() -> int:
     model = mlp.MLP(k, (64, args.hidden, args.hidden, 10))
     X = torch.randn(args.batch, 64, device="cuda")
     y = torch.randint(10, (args.batch,), device="cuda")
-    result = lab.measure_training(model, X, y, seconds=args.seconds)
+    result = training.measure_training(model, X, y, seconds=args.seconds)
     t0 = time.perf_counter()
-    acc = lab.train_digits(k, **mlp.DIGITS_GPU)
+    acc = training.train_digits(k, **mlp.DIGITS_GPU)
     result |= {
         "date": time.strftime("%Y-%m-%d"),
         "kernel": Path(args.kernel).name,
         "data": "synthetic (randn inputs, random labels): timing only",
         "digits": acc | {"seconds": round(time.perf_counter() - t0, 2)},
     }
-    print(lab.training_table(result))
+    print(training.training_table(result))
     if args.save:
         Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
         print(f"wrote {args.save}")

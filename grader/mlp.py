@@ -35,7 +35,7 @@ class Launchers:
     def __init__(self, mod, torch_gemm: bool = False):
         self.mod, self.torch_gemm = mod, torch_gemm
         self.device = mod.device
-        # while a dict (grader.lab.measure_training, on a GPU): each launcher call's CUDA events, by launcher
+        # while a dict (grader.training.measure_training, on a GPU): each launcher call's CUDA events, by launcher
         self.events: dict[str, list] | None = None
 
     def _call(self, name: str, *args):
