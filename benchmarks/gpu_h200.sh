@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
 # Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test|
-#   gputests|suites|tests|nbexec|nbval|training|relugap]...
+#   gputests|suites|tests|nbexec|nbval|training|relugap|latency|calibrate]...
 # Carried with the tree (both ignored by git): .whl/ (../shared/gpu/jupyter-wheels.sh: Jupyter, nbval) and
 # .gpu-carry/bubblewrap_*.deb (`apt-get download bubblewrap`): the machine has neither and installs nothing.
 set -o pipefail
@@ -44,7 +44,11 @@ for s in $steps; do
            timeout ${NBEXEC_TIMEOUT:-300} python3 -m grader.notebooks --execute $OUT/solutions --only ${NOTEBOOKS:-"*"} 2>&1 | tee $OUT/nbexec.log | tail -5 ;;
     nbval) python3 -m ipykernel install --user --name python3 >/dev/null
            timeout ${NBVAL_TIMEOUT:-300} python3 -m pytest -q --nbval-lax ${NOTEBOOKS:-solutions/} -p no:cacheprovider 2>&1 | tee $OUT/nbval.log | tail -8 ;;
-    relugap) timeout ${RELUGAP_TIMEOUT:-60} python3 benchmarks/relu_timing_gap.py 2>&1 | tee $OUT/relugap.log ;;
+    relugap) timeout ${RELUGAP_TIMEOUT:-120} python3 benchmarks/relu_timing_gap.py 2>&1 | tee $OUT/relugap.log ;;
+    latency) timeout ${LATENCY_TIMEOUT:-200} python3 benchmarks/verdict_latency.py --json $OUT/latency.json 2>&1 | tee $OUT/latency.log | tail -8 ;;
+    calibrate)  # $CAL_EXERCISES (default: all), 3 grades each -> $OUT/calibration.json (thresholds for this GPU)
+           timeout ${CAL_TIMEOUT:-400} python3 benchmarks/calibrate.py ${CAL_EXERCISES:+--exercises $CAL_EXERCISES} \
+             --save $OUT/calibration.json 2>&1 | tee $OUT/calibration.log | tail -20 ;;
     training) timeout ${TRAINING_TIMEOUT:-200} python3 benchmarks/gpu_training.py --save $OUT/h200_training.json 2>&1 | tee $OUT/training.log | tail -20 ;;
     ncu)   timeout 120 ncu --clock-control none --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,gpu__time_duration.sum \
              python3 benchmarks/gpu_ncu_conflicts.py > $OUT/ncu.log 2>&1; grep -E "gemm_kernel|bank_conflicts|wavefronts|duration" $OUT/ncu.log | head -40 ;;
