@@ -56,7 +56,10 @@ def shipped_solutions(ex: exercises.Exercise) -> dict[str, str]:
     from . import submissions
 
     found = {}
-    for label in exercises.SHIPPED_SPEEDUP_H200.get(ex.name, {ex.reference: None}):
+    labels = exercises.SHIPPED_SPEEDUP_H200.get(ex.name)
+    if labels is None:  # not calibrated on the H200 yet (PROVISIONAL_SPEEDUP_H200): the reference and every notebook
+        labels = [ex.reference] + [p.name for p in sorted(solutions_dir().glob("*.ipynb"))]
+    for label in labels:
         if label.endswith(".ipynb"):
             nb = solutions_dir() / label
             src = submissions.notebook_kernel(nb.read_text(), ex.name) if nb.is_file() else None

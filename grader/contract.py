@@ -125,6 +125,7 @@ LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
     "conflict_free": (GEMM,),
     "register_blocked": (GEMM,),
     "register_1d": (GEMM,),
+    "warptile": (GEMM,),
     "relu_mask": (RELU_FORWARD, RELU_BACKWARD),
     "gemm_relu": (GEMM_RELU,),
     # a training step (grader/mlp.py): a hidden layer's forward, its backward on the mask, and the GEMMs

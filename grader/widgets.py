@@ -31,6 +31,7 @@ SHAPES = {
     "tiled": (48, 40, 64),
     "conflict_free": (48, 40, 64),
     "register_blocked": (136, 132, 16),
+    "warptile": (136, 132, 32),  # 64 x 64 tiles (the small configuration): 3 x 3 blocks, 4 K-tiles through 3 slots
     "gemm_relu": (136, 132, 16),
     "relu_mask": (3, 200),
 }
@@ -438,6 +439,7 @@ FIGURES = {
     "bytes_per_flop": "global bytes per FLOP",
     "shared_loads_per_fma": "shared loads per FMA",
     "wavefronts_per_shared_request": "wavefronts per shared request",
+    "wavefronts_per_shared_load": "wavefronts per shared load",
     "bank_conflicts_per_shared_request": "bank conflicts per shared request",
     "forward_bytes_read_per_element": "forward: bytes read per element",
     "forward_bytes_written_per_element": "forward: bytes written per element",
@@ -452,6 +454,12 @@ LESSON = {
     "tiled": ("bytes_per_flop", "global_loads_per_fma", "shared_loads_per_fma"),
     "conflict_free": ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request", "bytes_per_flop"),
     "register_blocked": ("shared_loads_per_fma", "wavefronts_per_shared_request", "bytes_per_flop"),
+    "warptile": (
+        "wavefronts_per_shared_load",
+        "bank_conflicts_per_shared_request",
+        "shared_loads_per_fma",
+        "bytes_per_flop",
+    ),
     "relu_mask": (
         "forward_bytes_read_per_element",
         "forward_bytes_written_per_element",
@@ -490,7 +498,7 @@ def measured_tflops(kernels: dict, n: int = 2048) -> dict[str, float]:
 
     todo, out = {}, {}
     for label, (src, ex) in kernels.items():
-        if ex in ("naive", "tiled", "conflict_free", "register_blocked"):
+        if ex in ("naive", "tiled", "conflict_free", "register_blocked", "warptile"):
             key = (hashlib.sha256(read(src, ex)[0].encode()).hexdigest(), n)
             if key in _TIMES:
                 out[label] = _TIMES[key]

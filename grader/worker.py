@@ -44,6 +44,7 @@ GEMM_ONLY = (
     "conflict_free",
     "register_blocked",
     "register_1d",
+    "warptile",
     "cpu_blocked",
 )  # C = A B: column sums are linear
 OUTPUT_FILE_CAP = 64 << 20  # bytes any file written by the worker (its stdout log) may grow to

@@ -328,7 +328,11 @@ def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
         if ex.name in CORRECTNESS_ONLY:
             assert ex.threshold is None and ex.baseline is None and ex.reference_path.is_file(), ex.name
             continue
-        shipped = exercises.SHIPPED_SPEEDUP_H200.get(ex.name) or exercises.SHIPPED_SPEEDUP_CPU[ex.name]
+        shipped = (  # PROVISIONAL: not graded on the H200 yet (warptile: the reference's bench figure)
+            exercises.SHIPPED_SPEEDUP_H200.get(ex.name)
+            or exercises.SHIPPED_SPEEDUP_CPU.get(ex.name)
+            or exercises.PROVISIONAL_SPEEDUP_H200[ex.name]
+        )
         assert ex.reference in shipped, ex.name  # calibrated on the reference kernel and the notebook
         # below every shipped solution (they pass), but not so far below that it means nothing
         assert ex.baseline and 0.5 * min(shipped.values()) <= ex.threshold < min(shipped.values()), ex.name
