@@ -298,7 +298,10 @@ def run_batch(
         raise CannotGrade(f"{root}: not a folder of submissions")
     if out.suffix.lower() == ".json":
         raise CannotGrade(f"--out {out}: name the CSV gradebook (e.g. grades.csv); the JSON is written beside it")
-    sandbox.hide(root, out.parent)  # the workers see neither the submissions nor the gradebook
+    # the workers see neither the submissions nor the gradebook; its folder is made now, so that the
+    # sandbox's policy (what it hides) is the same for the whole run
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sandbox.hide(root, out.parent)
     jobs = jobs or max(1, (os.cpu_count() or 2))
     version = grader_version()
     subs = discover(root, exercise)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import unicodedata
 import os
 import sys
 import tempfile
@@ -45,7 +46,8 @@ def resolve_backend(backend: str = "auto") -> str:
 def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
     """(source text, file name for diagnostics). Accepts a path (a PathLike, or a str of one line)
     or the source itself (a str of several lines: a kernel file has more than one)."""
-    if not isinstance(source_or_path, os.PathLike) and "\n" in str(source_or_path):
+    text = str(source_or_path)
+    if not isinstance(source_or_path, os.PathLike) and "\n" in text and not (len(text) < 4096 and os.path.isfile(text)):
         return str(source_or_path).lstrip("\ufeff"), "cell.cu"
     path = Path(source_or_path)
     if path.is_dir():
@@ -63,7 +65,15 @@ def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
         ) from None
     if "\0" in text:
         raise SubmissionError(f"{path.name}: contains NUL bytes; submit the .cu source, not a binary.")
-    return text.lstrip("\ufeff"), path.name
+    return text.lstrip("\ufeff"), display_name(path.name)
+
+
+def display_name(name: str) -> str:
+    """A file name fit for messages and for the `#line 1 "NAME"` the build puts before the source: bytes
+    that are not UTF-8 become U+FFFD, and control characters, quotes and backslashes '_' (a name with a
+    newline would otherwise add preprocessor lines of its own to the file)."""
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return "".join("_" if c in '"\\' or unicodedata.category(c)[0] == "C" else c for c in name)
 
 
 def load(

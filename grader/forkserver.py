@@ -114,6 +114,7 @@ class Client:
         self.children: dict[int, Child] = {}
         self.next_id = 0
         self.dead = False
+        self.retiring = False  # retire(): no new children, stop when the last one exits
         self.sock.settimeout(START_TIMEOUT_S)
         try:
             data = self.sock.recv(1 << 16)
@@ -139,7 +140,7 @@ class Client:
 
     def spawn(self, env: dict[str, str], fds: list[int]) -> Child:
         with self.lock:
-            if self.dead:
+            if self.dead or self.retiring:
                 raise TemplateError("the template has stopped")
             rid = self.next_id
             self.next_id += 1
@@ -185,7 +186,10 @@ class Client:
                 child.returncode = msg["exit"]
                 with self.lock:
                     self.children.pop(child.id, None)
+                    last = self.retiring and not self.children
                 child.exited.set()
+                if last:
+                    self.close()
         with self.lock:  # the template is gone: so are its children (PR_SET_PDEATHSIG)
             self.dead = True
             for child in self.children.values():
@@ -194,6 +198,15 @@ class Client:
                 child.started.set()
                 child.exited.set()
             self.children.clear()
+
+    def retire(self) -> None:
+        """Take no new children; stop the template once the ones still running have exited (a change of
+        sandbox policy mid-batch must not cost a verdict in flight)."""
+        with self.lock:
+            self.retiring = True
+            idle = not self.children
+        if idle:
+            self.close()
 
     def close(self) -> None:
         """Stop the template and with it any child still running."""

@@ -159,7 +159,7 @@ def _template(env: dict[str, str]):
         if client is not None and _TEMPLATE.get("key") == key and client.alive():
             return client
         if client is not None:
-            client.close()
+            client.retire()  # another policy from now on; verdicts running in the old template finish there
         try:
             client = forkserver.Client(prefix, env)
         except forkserver.TemplateError as e:

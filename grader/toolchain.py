@@ -110,7 +110,7 @@ class Build:
 def _key(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
-        h.update(p.encode())
+        h.update(p.encode("utf-8", "surrogateescape"))  # a file name need not be UTF-8
         h.update(b"\0")
     return h.hexdigest()[:24]
 

@@ -273,6 +273,40 @@ def test_odd_names_and_a_notebook_naming_a_file(tmp_path):
         batch.run_batch("naive", d, tmp_path / "g.json", backend="cpu", progress=False)
 
 
+def test_a_gradebook_folder_made_by_the_run_costs_no_verdict(tmp_path):
+    """--out in a folder that does not exist yet: the run makes it before any worker starts, so the
+    sandbox's policy (which hides the gradebook's folder) does not change while verdicts run (it did:
+    the template restarted mid-run and took a running verdict with it)."""
+    from grader import batch
+
+    d = tmp_path / "subs"
+    d.mkdir()
+    for i in range(4):
+        shutil.copy(SUBS / "good_naive.cu", d / f"s{i}.cu")
+    out = tmp_path / "new" / "deeper" / "grades.csv"
+    batch.run_batch("naive", d, out, jobs=2, backend="cpu", progress=False)
+    book = _csv(out)
+    assert sorted(book) == [f"s{i}" for i in range(4)]
+    assert all(r["correct"] == "True" for r in book.values()), [r["message"] for r in book.values()]
+
+
+def test_a_file_name_that_is_not_utf8_or_holds_a_newline_is_graded_as_a_file(tmp_path):
+    """A file name is a name: bytes that are not UTF-8 give no traceback, and a newline followed by a
+    preprocessor line adds nothing to the source (the name goes into the build's #line directive)."""
+    import os
+
+    from grader import grade
+
+    good = (SUBS / "good_naive.cu").read_text()
+    for raw in (b"eve\xff.cu", b'a"\n#error injected\n.cu'):
+        path = tmp_path / os.fsdecode(raw)
+        path.write_text(good)
+        r = grade.grade("naive", path, backend="cpu")
+        assert r.compiled and r.correct, r.message
+        r = grade.grade("naive", str(path), backend="cpu")  # as the command line passes it
+        assert r.compiled and r.correct, r.message
+
+
 def test_a_file_that_does_not_compile_is_compiled_once(tmp_path, monkeypatch):
     """Phase 2 reuses phase 1's compile error (a compile that hits the time limit costs it once)."""
     from grader import batch, cpu
