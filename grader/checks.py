@@ -387,7 +387,8 @@ def error_hint(error: str, shape) -> str:
         )
     if "misaligned address" in error:
         return (
-            "A vector access (float2/float4) needs an address aligned to its size: a row of a row-major "
+            "A vector access (float2/float4, or an 8- or 16-byte __pipeline_memcpy_async) needs an address "
+            "aligned to its size: a row of a row-major "
             "matrix starts 16-byte aligned only when its length is a multiple of 4 (rows of A: K % 4 == 0; "
             "of B, C, X: N % 4 == 0). Test the dimension that sets the row length." + at
         )

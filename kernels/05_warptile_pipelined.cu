@@ -14,7 +14,8 @@
 //     they are cp.async (global -> shared without registers, completing asynchronously,
 //     counted with commit/wait groups), so the load latency hides behind the math, and one
 //     __syncthreads per tile suffices (04 had two, and exposed every load).
-//     On sm_75 (T4) and on the course's CPU backend the same code does ordinary copies.
+//     On sm_75 (T4) the same code does ordinary copies (the __pipeline_* primitives' fallback);
+//     the course's CPU backend lands each copy only at the wait that covers it.
 //  3. The A tile is stored transposed with a row padding of 4 floats (As[BK][BM+4]): the
 //     transposing 4-byte stores of a warp land in 32 different banks, and float4 alignment stays.
 //  4. Tile sizes are template parameters; the launcher picks 128 x 256 block tiles (BK = 32,
@@ -25,10 +26,13 @@
 // shared-memory wavefronts per FMA): per k-step a thread issues 6 LDS.128 for 128 FFMA.
 // Measured on the H200 (2026-11-30, kernels/README.md): 44.09 TFLOP/s at 4096^3 (92.2 % of cuBLAS 47.82; 91.9-94.0 % over four runs) with 8x16 thread tiles, 1.35x 04.
 #include <cuda_runtime.h>
+#include <cuda_pipeline.h>
 #include <cstdint>
 
 // ------------------------------------------------------------------ cp.async helpers
-// On sm_80+ these are asynchronous copies; elsewhere (sm_75, the CPU backend) plain copies.
+// On sm_80+ these are asynchronous copies (PTX); elsewhere the __pipeline_* primitives of
+// <cuda_pipeline.h>: plain copies on sm_75, and on the CPU backend copies that land only at the
+// wait that covers them (so a missing wait or barrier shows there too).
 // `valid == false` writes zeros and reads nothing (the zero-fill form: src-size 0).
 __device__ __forceinline__ void copy4Async(float* smemDst, const float* globalSrc, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -36,7 +40,7 @@ __device__ __forceinline__ void copy4Async(float* smemDst, const float* globalSr
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddr), "l"(globalSrc),
                  "r"(valid ? 4 : 0));
 #else
-    *smemDst = valid ? *globalSrc : 0.0f;
+    __pipeline_memcpy_async(smemDst, globalSrc, 4, valid ? 0 : 4);
 #endif
 }
 __device__ __forceinline__ void copy16Async(float* smemDst, const float* globalSrc, bool valid) {
@@ -45,19 +49,22 @@ __device__ __forceinline__ void copy16Async(float* smemDst, const float* globalS
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr), "l"(globalSrc),
                  "r"(valid ? 16 : 0));
 #else
-    *reinterpret_cast<float4*>(smemDst) =
-        valid ? *reinterpret_cast<const float4*>(globalSrc) : make_float4(0.f, 0.f, 0.f, 0.f);
+    __pipeline_memcpy_async(smemDst, globalSrc, 16, valid ? 0 : 16);
 #endif
 }
 __device__ __forceinline__ void commitAsyncGroup() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::);
+#else
+    __pipeline_commit();
 #endif
 }
 template <int N_PENDING>
 __device__ __forceinline__ void waitAsyncGroups() {  // at most N_PENDING groups still in flight
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING));
+#else
+    __pipeline_wait_prior(N_PENDING);
 #endif
 }
 

@@ -22,10 +22,13 @@
 // store inside this file ran at 1.001x; the SASS loop has the same 4096 FFMA + 195 LDS), so the
 // likely cause is ptxas allocating the 250-register loop differently around that epilogue.
 #include <cuda_runtime.h>
+#include <cuda_pipeline.h>
 #include <cstdint>
 
 // ------------------------------------------------------------------ cp.async helpers
-// On sm_80+ these are asynchronous copies; elsewhere (sm_75, the CPU backend) plain copies.
+// On sm_80+ these are asynchronous copies (PTX); elsewhere the __pipeline_* primitives of
+// <cuda_pipeline.h>: plain copies on sm_75, and on the CPU backend copies that land only at the
+// wait that covers them (so a missing wait or barrier shows there too).
 // `valid == false` writes zeros and reads nothing (the zero-fill form: src-size 0).
 __device__ __forceinline__ void copy4Async(float* smemDst, const float* globalSrc, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -33,7 +36,7 @@ __device__ __forceinline__ void copy4Async(float* smemDst, const float* globalSr
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddr), "l"(globalSrc),
                  "r"(valid ? 4 : 0));
 #else
-    *smemDst = valid ? *globalSrc : 0.0f;
+    __pipeline_memcpy_async(smemDst, globalSrc, 4, valid ? 0 : 4);
 #endif
 }
 __device__ __forceinline__ void copy16Async(float* smemDst, const float* globalSrc, bool valid) {
@@ -42,19 +45,22 @@ __device__ __forceinline__ void copy16Async(float* smemDst, const float* globalS
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr), "l"(globalSrc),
                  "r"(valid ? 16 : 0));
 #else
-    *reinterpret_cast<float4*>(smemDst) =
-        valid ? *reinterpret_cast<const float4*>(globalSrc) : make_float4(0.f, 0.f, 0.f, 0.f);
+    __pipeline_memcpy_async(smemDst, globalSrc, 16, valid ? 0 : 16);
 #endif
 }
 __device__ __forceinline__ void commitAsyncGroup() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::);
+#else
+    __pipeline_commit();
 #endif
 }
 template <int N_PENDING>
 __device__ __forceinline__ void waitAsyncGroups() {  // at most N_PENDING groups still in flight
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING));
+#else
+    __pipeline_wait_prior(N_PENDING);
 #endif
 }
 

@@ -101,6 +101,34 @@ CPU_EXPECT = {
     "mlp_relu_backward_sign.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\ndX: "),
     "mlp_relu_backward_stash.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\ndX: "),
     "mlp_gemm_square_only.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs.\ngemm's C: "),
+    # pipelines of asynchronous copies (<cuda_pipeline.h>): on the CPU backend a copy lands only when a
+    # __pipeline_wait_prior covers it, and an access to it before then is reported
+    "good_pipelined_2stage.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    "good_pipelined_3stage.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    "pipeline_missing_wait.cu": (
+        True,
+        False,
+        False,
+        r"reads (As|Bs)\[.*asynchronous copy into it .*(has landed|still in flight)(.|\n)*__pipeline_wait_prior",
+    ),
+    "pipeline_missing_sync.cu": (
+        True,
+        False,
+        False,
+        r"(shared-memory race on (As|Bs)\[|still in flight)(.|\n)*__syncthreads\(\)",
+    ),
+    "pipeline_wrong_stage.cu": (
+        True,
+        False,
+        False,
+        r"(still in flight|shared-memory race on (As|Bs)\[)(.|\n)*(ring index|wrong stage)",
+    ),
+    "pipeline_misaligned.cu": (
+        True,
+        False,
+        False,
+        r"__pipeline_memcpy_async at line 15: misaligned address: the global source(.|\n)*--seed 1234",
+    ),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
@@ -114,6 +142,12 @@ SUB_EXERCISE = {
     "mlp_relu_backward_sign.cu": "mlp_step",
     "mlp_relu_backward_stash.cu": "mlp_step",
     "mlp_gemm_square_only.cu": "mlp_step",
+    "good_pipelined_2stage.cu": "tiled",
+    "good_pipelined_3stage.cu": "tiled",
+    "pipeline_missing_wait.cu": "tiled",
+    "pipeline_missing_sync.cu": "tiled",
+    "pipeline_wrong_stage.cu": "tiled",
+    "pipeline_misaligned.cu": "tiled",
 }
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
 GPU_ANY_FAILURE = {
@@ -123,10 +157,13 @@ GPU_ANY_FAILURE = {
     "wrong_index.cu",
     "oob_read.cu",
     "fast_path_k32.cu",
+    "pipeline_misaligned.cu",  # a GPU's launch error: 'misaligned address'
 }  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
 GPU_UNDEFINED = {"divergent_barrier.cu"}
+# ...as are the pipeline bugs: whether a copy lands before the read that races with it is timing
+GPU_UNDEFINED |= {"pipeline_missing_wait.cu", "pipeline_missing_sync.cu", "pipeline_wrong_stage.cu"}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension",
     "unwritten_tail.cu": r"never written",
@@ -136,6 +173,7 @@ HINTS = {  # file -> regex on the hint (either backend)
     "input_tampering.cu": r"Only the output",
     "past_end_write.cu": r"out-of-bounds write",
     "float4_a_checks_n.cu": r"K % 4 == 0",
+    "pipeline_misaligned.cu": r"__pipeline_memcpy_async\) needs an address aligned(.|\n)*K % 4 == 0",
     "row_cache_128.cu": r"shapes where K > \d+",
     "relu_flat_no_tail.cu": r"Y and dX .*N is a multiple of (32|128); M is not",
     "relu_lazy_forward.cu": r"relu_forward wrote nothing",
@@ -328,7 +366,7 @@ def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
         if ex.name in CORRECTNESS_ONLY:
             assert ex.threshold is None and ex.baseline is None and ex.reference_path.is_file(), ex.name
             continue
-        shipped = (  # PROVISIONAL: not graded on the H200 yet (warptile: the reference's bench figure)
+        shipped = (  # PROVISIONAL: not graded on the H200 yet (exercises.PROVISIONAL_SPEEDUP_H200)
             exercises.SHIPPED_SPEEDUP_H200.get(ex.name)
             or exercises.SHIPPED_SPEEDUP_CPU.get(ex.name)
             or exercises.PROVISIONAL_SPEEDUP_H200[ex.name]

@@ -5,7 +5,11 @@
 //    the same hooks feed the access profile (profile.cpp): one access path, two consumers;
 //  - UBSan handlers (-fsanitize=bounds,alignment, no libubsan needed): array index out of
 //    bounds, misaligned vector loads;
-//  - the AddressSanitizer report callback in sanitize builds.
+//  - the AddressSanitizer report callback in sanitize builds;
+//  - the pipeline primitives (__pipeline_memcpy_async / commit / wait_prior, cuda_pipeline.h): the
+//    copies are deferred, each thread's queue landing only when a wait covers its group, and the
+//    race detector sees every copy both when it is issued and when it lands (the earliest and the
+//    latest moment a GPU may write it); an access to a word with a copy in flight is reported.
 #include "runtime_internal.h"
 
 #include <dlfcn.h>
@@ -25,6 +29,8 @@ struct Shadow {  // one per 4-byte word of shared memory
     int w_tid = -1, r_tid = -1, r2_tid = -1, r_warp = -1;
     uint32_t r_lanes = 0;  // lanes of warp r_warp that read it since the last barrier
     const void *w_pc = nullptr, *r_pc = nullptr, *r2_pc = nullptr;
+    int p_tid = -1, p_line = 0;  // an asynchronous copy into it is in flight: its thread and line
+    bool w_copy = false;         // the last write was an asynchronous copy
 };
 
 struct Range {
@@ -98,16 +104,44 @@ bool reads_synced(const Shadow& s, int me) {
     return true;
 }
 
+// How an access reaches the race detector: an ordinary load or store, or an asynchronous copy
+// when it is issued (checked as a write, not counted by the profile) or when it lands.
+enum AccessMode { PLAIN, COPY_ISSUED, COPY_LANDS };
+
 void race(const Range& r, size_t off, const char* what_b, const void* pc_b, int other, const char* what_a,
-          const void* pc_a) {
+          const void* pc_a, AccessMode mode = PLAIN) {
     report("shared-memory race on %s: thread %s %s it at %s, but thread %s %s it at %s with no __syncthreads() in "
-           "between (a barrier is missing, e.g. after the tile loads or before they are overwritten)",
+           "between (%s)",
            element_name(r, off).c_str(), thread_name(g_linear).c_str(), what_b, source_line(pc_b).c_str(),
-           thread_name(other).c_str(), what_a, source_line(pc_a).c_str());
+           thread_name(other).c_str(), what_a, source_line(pc_a).c_str(),
+           mode == PLAIN ? "a barrier is missing, e.g. after the tile loads or before they are overwritten"
+                         : "a barrier is missing between a thread's __pipeline_wait_prior and the other threads' "
+                           "reads of what it copied, or between the last reads of a stage and the copies that "
+                           "refill it; or the copy goes to the wrong stage");
     abandon_thread();
 }
 
-void access(const void* p, size_t n, bool write, const void* pc) {
+// An access to a word that an asynchronous copy will still write.
+void pending_access(const Range& r, size_t off, bool write, const void* pc, const Shadow& s) {
+    const std::string me = thread_name(g_linear), where = source_line(pc), what = element_name(r, off);
+    if (s.p_tid == g_linear)
+        report("thread %s %s %s at %s before its own asynchronous copy into it (__pipeline_memcpy_async at line %d) "
+               "has landed: call __pipeline_wait_prior(N) first, with N small enough to cover the group that copy "
+               "was committed in (copies issued after the last __pipeline_commit() are in no group yet)",
+               me.c_str(), write ? "writes" : "reads", what.c_str(), where.c_str(), s.p_line);
+    else if (write)
+        report("thread %s writes %s at %s while the asynchronous copy into it that thread %s issued at line %d is "
+               "still in flight: the copy may land after this write (a stage refilled or reused before its copy "
+               "was waited for?)", me.c_str(), what.c_str(), where.c_str(), thread_name(s.p_tid).c_str(), s.p_line);
+    else
+        report("thread %s reads %s at %s while the asynchronous copy into it that thread %s issued at line %d is "
+               "still in flight: the issuing thread must wait for it (__pipeline_wait_prior) and a __syncthreads() "
+               "must follow the wait before other threads read the stage", me.c_str(), what.c_str(), where.c_str(),
+               thread_name(s.p_tid).c_str(), s.p_line);
+    abandon_thread();
+}
+
+void access(const void* p, size_t n, bool write, const void* pc, AccessMode mode = PLAIN) {
     uintptr_t a = (uintptr_t)p;
     uint16_t id = g_idmap[(a - g_lo) >> 2];
     if (!id) return;  // another global that lies between two shared arrays
@@ -119,15 +153,22 @@ void access(const void* p, size_t n, bool write, const void* pc) {
                write ? "writes" : "reads", off, off + n - 1, source_line(pc).c_str(), g_launch.smem);
         abandon_thread();
     }
-    if (g_profile_block) profile_access(0, id - 1, profile_shared_vbase(id - 1) + off, n, write, pc);
+    if (g_profile_block && mode != COPY_ISSUED)
+        profile_access(0, id - 1, profile_shared_vbase(id - 1) + off, n, write, pc);
     if (!g_race_block) return;
     int me = g_linear;
+    const char* writes = mode == COPY_ISSUED  ? "issues an asynchronous copy into"
+                         : mode == COPY_LANDS ? "lands the asynchronous copy (issued there) in"
+                                              : "writes";
     for (size_t w = off / 4; w <= (off + n - 1) / 4 && w < r->shadow.size(); ++w) {
         Shadow& s = r->shadow[w];
         size_t woff = w * 4;
+        if (s.p_tid >= 0 && mode == PLAIN) pending_access(*r, woff, write, pc, s);
         bool wrote = s.w_clock >= g_block_sync && s.w_tid != me && !excused(s.w_tid, s.w_clock, me);
         if (!write) {
-            if (wrote) race(*r, woff, "reads", pc, s.w_tid, "wrote", s.w_pc);
+            if (wrote)
+                race(*r, woff, "reads", pc, s.w_tid, s.w_copy ? "copied into (__pipeline_memcpy_async)" : "wrote",
+                     s.w_pc, s.w_copy ? COPY_LANDS : mode);
             if (s.r_clock < g_block_sync) {
                 s.r_tid = me; s.r_pc = pc; s.r2_tid = -1; s.r_warp = me / 32; s.r_lanes = 1u << (me % 32);
             } else if (me != s.r_tid) {
@@ -137,13 +178,15 @@ void access(const void* p, size_t n, bool write, const void* pc) {
             }
             s.r_clock = g_clock;
         } else {
-            if (wrote) race(*r, woff, "writes", pc, s.w_tid, "wrote", s.w_pc);
+            if (wrote)
+                race(*r, woff, writes, pc, s.w_tid, s.w_copy ? "copied into (__pipeline_memcpy_async)" : "wrote",
+                     s.w_pc, s.w_copy ? COPY_LANDS : mode);
             if (s.r_clock >= g_block_sync) {
                 int other = s.r_tid != me ? s.r_tid : s.r2_tid;
                 const void* opc = s.r_tid != me ? s.r_pc : s.r2_pc;
-                if (other >= 0 && !reads_synced(s, me)) race(*r, woff, "writes", pc, other, "read", opc);
+                if (other >= 0 && !reads_synced(s, me)) race(*r, woff, writes, pc, other, "read", opc, mode);
             }
-            s.w_tid = me; s.w_clock = g_clock; s.w_pc = pc;
+            s.w_tid = me; s.w_clock = g_clock; s.w_pc = pc; s.w_copy = mode != PLAIN;
         }
     }
 }
@@ -182,6 +225,7 @@ void checks_new_block() {
     for (const Range& r : g_ranges)  // a new block sees poison, not what the previous block left
         if (!r.dynamic) std::memset(reinterpret_cast<void*>(r.lo), 0xff, r.hi - r.lo);
     std::memset(g_dyn_smem, 0xff, g_launch.smem);  // extern __shared__ too (it held block (0,0)'s data)
+    pipeline_new_block();  // before anything runs: no copy of a previous block is left in flight
     profile_new_block();
     update_window();
 }
@@ -353,3 +397,180 @@ void on_asan_report(const char* text) {
 __attribute__((constructor)) void install_asan_callback() { __asan_set_error_report_callback(on_asan_report); }
 }  // namespace
 #endif
+
+// ---- pipeline primitives (cuda_pipeline_primitives.h) ----------------------------------
+// Each CUDA thread has a queue of the copies it issued; commit closes a group; wait_prior(N)
+// lands every group but the newest N; a thread's exit lands the rest (committed or not). A copy
+// is the issuing thread's read of global memory and write of shared memory, for the race
+// detector, the output race detector and the access profile, when it lands; when it is issued
+// the race detector checks the write too (unordered accesses by other threads since the last
+// barrier), and marks its words: any access to them before it lands is reported.
+namespace cuda_emu {
+namespace {
+
+struct AsyncCopy {
+    void* dst;
+    const void* src;
+    uint32_t size, zfill;
+    int line;
+    const void* pc;   // the call's return address: the issuing line, for messages and the profile
+    bool marked;      // its words carry the in-flight mark (blocks the race detector checks)
+};
+struct ThreadPipe {
+    std::vector<AsyncCopy> copies;  // issued, in order; [landed, size) still in flight
+    std::vector<size_t> ends;       // the end of each committed group in `copies`
+    size_t landed = 0, groups_done = 0;
+};
+std::vector<ThreadPipe> g_pipes;
+bool g_pipes_used = false;  // some thread of this launch issued or committed
+
+Range* shared_range_at(const void* p) {
+    uintptr_t a = (uintptr_t)p;
+    if (g_ranges.empty() || a < g_all_lo || a >= g_all_hi) return nullptr;
+    uint16_t id = g_idmap[(a - g_all_lo) >> 2];
+    return id ? &g_ranges[id - 1] : nullptr;
+}
+
+// Sets (tid >= 0) or clears (tid < 0: only the marks of `owner`) the in-flight mark of a copy's words.
+void mark(const AsyncCopy& c, int tid, int owner) {
+    Range* r = shared_range_at(c.dst);
+    if (!r) return;
+    size_t off = (uintptr_t)c.dst - r->lo;
+    for (size_t w = off / 4; w <= (off + c.size - 1) / 4 && w < r->shadow.size(); ++w) {
+        Shadow& s = r->shadow[w];
+        if (tid >= 0) {
+            if (s.p_tid >= 0)
+                report("thread %s issues an asynchronous copy into %s at line %d while the copy into it that thread "
+                       "%s issued at line %d is still in flight: the two may land in either order (a stage refilled "
+                       "before its copy was waited for: check the ring index, stage = tile %% STAGES, and the N of "
+                       "__pipeline_wait_prior)", thread_name(tid).c_str(), element_name(*r, w * 4).c_str(), c.line,
+                       thread_name(s.p_tid).c_str(), s.p_line);
+            if (s.p_tid >= 0) abandon_thread();
+            s.p_tid = tid;
+            s.p_line = c.line;
+        } else if (s.p_tid == owner) {
+            s.p_tid = -1;
+        }
+    }
+}
+
+void land(const AsyncCopy& c) {
+    if (c.marked) mark(c, -1, g_linear);
+    const size_t n = c.size - c.zfill;
+    if (n) on_access(const_cast<void*>(c.src), n, false, c.pc);
+    const uintptr_t a = (uintptr_t)c.dst;
+    if (a - g_lo < g_span) access(c.dst, c.size, true, c.pc, COPY_LANDS);
+    std::memcpy(c.dst, c.src, n);
+    std::memset((char*)c.dst + n, 0, c.zfill);
+}
+
+ThreadPipe* my_pipe(const char* what, int line) {
+    if (g_linear < 0 || (size_t)g_linear >= g_pipes.size()) {
+        report("%s at line %d was called outside a kernel", what, line);
+        abandon_thread();
+    }
+    g_pipes_used = true;
+    return &g_pipes[g_linear];
+}
+
+void land_until(ThreadPipe& p, size_t end) {
+    while (p.landed < end) land(p.copies[p.landed++]);  // land() may leave the thread (a race)
+    if (p.landed == p.copies.size() && p.groups_done == p.ends.size()) {
+        p.copies.clear();
+        p.ends.clear();
+        p.landed = p.groups_done = 0;
+    }
+}
+
+[[noreturn]] void copy_error(int line, const char* fmt, const std::string& detail) {
+    report("__pipeline_memcpy_async at line %d: %s%s (thread %s)", line, fmt, detail.c_str(),
+           thread_name(g_linear).c_str());
+    abandon_thread();
+    __builtin_unreachable();
+}
+
+std::string hex(const void* p) {
+    char b[32];
+    std::snprintf(b, sizeof b, "0x%lx", (unsigned long)(uintptr_t)p);
+    return b;
+}
+
+}  // namespace
+
+void pipeline_new_block() {
+    if (g_pipes_used) {  // copies left in flight only by threads an error abandoned: dropped
+        g_pipes_used = false;
+        for (size_t t = 0; t < g_pipes.size(); ++t) {
+            ThreadPipe& p = g_pipes[t];
+            for (size_t i = p.landed; i < p.copies.size(); ++i)
+                if (p.copies[i].marked) mark(p.copies[i], -1, (int)t);
+            p.copies.clear();
+            p.ends.clear();
+            p.landed = p.groups_done = 0;
+        }
+    }
+    if ((int)g_pipes.size() != g_launch.nthreads) g_pipes.resize(g_launch.nthreads);
+}
+
+void pipeline_thread_exit() {
+    if (!g_pipes_used || (size_t)g_linear >= g_pipes.size()) return;
+    ThreadPipe& p = g_pipes[g_linear];
+    p.groups_done = p.ends.size();  // a GPU thread's copies land even if it never waits for them
+    land_until(p, p.copies.size());
+}
+
+void pipeline_memcpy_async(int line, void* dst, const void* src, size_t size, size_t zfill) {
+    const void* pc = __builtin_return_address(0);
+    ThreadPipe& p = *my_pipe("__pipeline_memcpy_async", line);
+    if (size != 4 && size != 8 && size != 16)
+        copy_error(line, "size_and_align is ", std::to_string(size) + "; it must be 4, 8 or 16 bytes");
+    if (zfill > size)
+        copy_error(line, "zfill is ", std::to_string(zfill) + ", more than size_and_align (" + std::to_string(size) +
+                                          "): at most the whole copy can be zero-filled");
+    Range* r = shared_range_at(dst);
+    if (!r)
+        copy_error(line, "the destination ", hex(dst) + " is not in shared memory (it must point into a __shared__ "
+                                                        "array or extern __shared__ memory)");
+    const size_t off = (uintptr_t)dst - r->lo;
+    if (r->dynamic && off + size > g_launch.smem)
+        copy_error(line, "out-of-bounds copy into extern __shared__ memory: ",
+                   "bytes " + std::to_string(off) + ".." + std::to_string(off + size - 1) + ", but the launch passed " +
+                       std::to_string(g_launch.smem) + " bytes of dynamic shared memory");
+    if (!r->dynamic && (uintptr_t)dst + size > r->hi)
+        copy_error(line, "out-of-bounds copy: ", std::to_string(size) + " bytes at " + element_name(*r, off) +
+                                                     " run past the end of " + r->name);
+    if ((uintptr_t)dst % size)
+        copy_error(line, "misaligned address: the shared destination ",
+                   element_name(*r, off) + " (" + hex(dst) + ") is not aligned to the copy's " + std::to_string(size) +
+                       " bytes; a GPU fails this launch with 'misaligned address'");
+    if ((uintptr_t)src % size)
+        copy_error(line, "misaligned address: the global source ",
+                   hex(src) + " is not aligned to the copy's " + std::to_string(size) +
+                       " bytes; a GPU fails this launch with 'misaligned address'");
+    if (shared_range_at(src))
+        copy_error(line, "the source ", hex(src) + " is in shared memory; it must be global memory");
+    if (!src && zfill < size) copy_error(line, "the source is a null pointer", "");
+    AsyncCopy c{dst, src, (uint32_t)size, (uint32_t)zfill, line, pc, false};
+    if (g_race_block && (uintptr_t)dst - g_lo < g_span) {
+        access(dst, size, true, pc, COPY_ISSUED);  // the earliest a GPU may write it
+        mark(c, g_linear, -1);
+        c.marked = true;
+    }
+    p.copies.push_back(c);
+}
+
+void pipeline_commit(int line) {
+    ThreadPipe& p = *my_pipe("__pipeline_commit", line);
+    p.ends.push_back(p.copies.size());
+}
+
+void pipeline_wait_prior(int line, size_t prior) {
+    ThreadPipe& p = *my_pipe("__pipeline_wait_prior", line);
+    if (prior > 8) prior = 8;  // NVIDIA's header: wait_prior<8> for any larger count
+    const size_t pending = p.ends.size() - p.groups_done;
+    if (pending <= prior) return;
+    p.groups_done = p.ends.size() - prior;
+    land_until(p, p.ends[p.groups_done - 1]);
+}
+
+}  // namespace cuda_emu

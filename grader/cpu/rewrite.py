@@ -8,6 +8,8 @@ Only what a header cannot do is rewritten, and every edit keeps line numbers:
   #include <cuda_runtime.h> etc.      ->  dropped
   __noinline__                        ->  __attribute__((noinline)) (as a macro it broke libstdc++'s own
                                           __attribute__((__noinline__)): GCC 13's headers, <memory> on 12)
+<cooperative_groups.h>, <cuda_pipeline.h> and <cuda_pipeline_primitives.h> are the backend's own
+headers (grader/cpu, first on g++'s include path; nvcc keeps NVIDIA's).
 Constructs the CPU backend cannot run raise UnsupportedConstruct with the line.
 Scanning works on a copy with comments and string literals blanked out.
 """
@@ -41,10 +43,17 @@ _DROPPED_INCLUDES = re.compile(
 )
 # <cooperative_groups.h> is the backend's own header (grader/cpu, first on the include path).
 _CG_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]cooperative_groups/reduce\.h[>\"]")
+# What the CPU backend runs instead of the asynchronous-copy APIs it refuses.
+_PIPELINE_HINT = (
+    "; write the copies with the primitives of <cuda_pipeline.h> instead: __pipeline_memcpy_async(dst_shared, "
+    "src_global, 4/8/16 bytes[, zfill]), __pipeline_commit() and __pipeline_wait_prior(N) (cp.async on sm_80+; "
+    "the CPU backend runs them, landing each copy only when a wait covers it)"
+)
 _UNSUPPORTED_INCLUDES = {
     "cooperative_groups/": "this cooperative groups header",
     "mma.h": "tensor-core WMMA (<mma.h>)",
     "cuda/pipeline": "cuda::pipeline (<cuda/pipeline>)",
+    "cuda_awbarrier": "cuda::barrier / __mbarrier (<cuda_awbarrier.h>)",
     "cuda/barrier": "cuda::barrier (<cuda/barrier>)",
     "cublas": "cuBLAS",
     "cuda_bf16": "bfloat16 (<cuda_bf16.h>)",
@@ -53,12 +62,14 @@ _UNSUPPORTED_INCLUDES = {
 }
 _UNSUPPORTED_TOKENS = {
     r"\basm\b|\b__asm__\b": "inline PTX assembly (asm)",
+    r"\bmemcpy_async\b|\bnvcuda\s*::\s*experimental\b|\bcuda\s*::\s*(pipeline\w*|make_pipeline)\b"
+    r"|\b__pipeline_(?!(memcpy_async|commit|wait_prior)\b)\w+|\b__cp_async\w*": "asynchronous copies (cp.async) "
+    "other than the __pipeline_* primitives",
     r"\b(wmma|nvcuda)\s*::": "tensor-core WMMA",
     r"\btex[123]D\w*\b|\btexture\s*<|\bcudaTextureObject_t\b|\bsurf[123]D\w*\b": "textures and surfaces",
-    r"\b__pipeline_\w+|\b__cp_async\w*": "asynchronous copies (cp.async)",
     r"\bcudaLaunchCooperativeKernel\b|\bthis_grid\b|\bgrid_group\b": "grid-wide synchronization",
     r"\b(this_cluster|cluster_group|coalesced_threads|coalesced_group|labeled_partition|binary_partition"
-    r"|memcpy_async|inclusive_scan|exclusive_scan|this_multi_grid)\b": "this part of cooperative groups",
+    r"|inclusive_scan|exclusive_scan|this_multi_grid)\b": "this part of cooperative groups",
     r"\b__nanosleep\b": "__nanosleep (a spin-wait on other blocks would never end: blocks run one after another)",
     r"\b__(shfl|shfl_up|shfl_down|shfl_xor|ballot|any|all)\s*\(": "the pre-CUDA-9 warp intrinsics without _sync "
     "(use __shfl_sync(0xffffffff, ...) and friends)",
@@ -205,17 +216,33 @@ def _check_unsupported(code: str, src: str):
             if key in m.group(1):
                 raise UnsupportedConstruct(
                     _line_of(src, m.start()),
-                    f"{what} is not supported by the CPU backend" + (_CG_SUPPORTED if "cooperative" in what else ""),
+                    f"{what} is not supported by the CPU backend" + _hint(what),
                 )
     for pattern, what in _UNSUPPORTED_TOKENS.items():
         m = re.search(pattern, code)
         if m:
             name = m.group(0).strip("(").strip()
             label = what if name in what else f"{what}: {name}"
+            if "asm" in what and _asm_is_cp_async(code, src, m):
+                label = "inline PTX cp.async (asm)"
             raise UnsupportedConstruct(
-                _line_of(code, m.start()),
-                f"{label} is not supported by the CPU backend" + (_CG_SUPPORTED if "cooperative" in what else ""),
+                _line_of(code, m.start()), f"{label} is not supported by the CPU backend" + _hint(label)
             )
+
+
+def _hint(what: str) -> str:
+    if "cooperative" in what and "memcpy_async" not in what:
+        return _CG_SUPPORTED
+    if any(k in what for k in ("pipeline", "memcpy_async", "cp.async")):
+        return _PIPELINE_HINT
+    return ""
+
+
+def _asm_is_cp_async(code: str, src: str, m: re.Match) -> bool:
+    """Whether the asm statement at m copies with cp.async (its string is blanked in `code`)."""
+    i = code.find("(", m.end())
+    end = _match_forward(code, i) if i >= 0 else -1
+    return "cp.async" in src[m.start() : end if end > 0 else len(src)]
 
 
 def _rewrite_directives(src: str, code: str, edits: _Edits):

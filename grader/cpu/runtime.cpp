@@ -301,6 +301,7 @@ void run_threads_plain() {
                             threadIdx = uint3{x, y, z};
                             g_linear = linear++;
                             g_thread_fn(g_thread_ctx);
+                            pipeline_thread_exit();
                         }
                 if (g_abort) return;  // an error a sanitizer reported and recovered from
             }
@@ -308,7 +309,10 @@ void run_threads_plain() {
 
 void fiber_body() {
     if (g_plain) run_threads_plain();
-    else g_thread_fn(g_thread_ctx);
+    else {
+        g_thread_fn(g_thread_ctx);
+        pipeline_thread_exit();  // copies still in flight land when their thread exits
+    }
     g_cur->state = DONE;
     yield(true);
     __builtin_unreachable();  // a finished fiber is never resumed

@@ -62,6 +62,10 @@ CUDA_EMU_API void globals_window(uintptr_t& lo, uintptr_t& span);  // widens [lo
 CUDA_EMU_API void global_access(const void* p, size_t n, bool write, const void* pc);  // ignores non-outputs
 CUDA_EMU_API void globals_end_launch();   // reports two unordered writes of different values
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked
+// The pipeline primitives (checks.cpp): a new block drops what an abandoned thread left in flight;
+// a thread's exit lands its copies still in flight.
+CUDA_EMU_API void pipeline_new_block();
+CUDA_EMU_API void pipeline_thread_exit();
 
 // The access profile (profile.cpp), fed by the same access hooks as the race detector.
 extern CUDA_EMU_API bool g_profile_block;  // record this block's accesses
