@@ -100,6 +100,8 @@ ALLOWED_INCLUDES = (
     "string",
     "memory",
     "functional",
+    "stdexcept",
+    "exception",
 )
 _ALLOWED_PREFIXES = ("cuda/std/",)
 # refused headers with a reason of their own (the others: "not on the allow-list")

@@ -64,9 +64,10 @@ _COMMON = [
     # libgcc arithmetic helpers
     r"__(popcount|clz|ctz|parity|ffs|bswap)[sdt]i2|__(mul|div)[sdxt]c3|__u?(div|mod)ti3|__powi[sdxt]f2"
     r"|__(fix|fixuns|float|floatun|extend|trunc)\w+",
-    # operator new/delete (every variant), std::__throw_*, typeinfo/vtables of the standard exceptions
+    # operator new/delete (every variant), std::__throw_*, typeinfo/vtables of the standard exceptions and
+    # typeinfo of the built-in types (throw 42; catch (const char*))
     r"_Zn[wa]m\w*|_Zd[la]Pv\w*|_ZSt\d+__throw_\w+|_ZSt9terminatev|_ZSt7nothrow|_ZTVN10__cxxabiv1\d+\w+",
-    r"_ZT[IS]St\d+\w+|_ZNSt\d+(exception|bad_alloc|bad_cast|bad_array_new_length|logic_error|runtime_error"
+    r"_ZT[IVS]St\d+\w+|_ZT[IS]P?K?[a-z]|_ZNSt\d+(exception|bad_alloc|bad_cast|bad_array_new_length|logic_error|runtime_error"
     r"|out_of_range|length_error|invalid_argument|overflow_error|range_error|domain_error)\w*"
     r"|_ZNKSt\d+(exception|bad_alloc|bad_cast|logic_error|runtime_error)\w*",
     # std::string, std::ostringstream, std::cout/cerr/clog (output to the captured stdout/stderr)

@@ -101,7 +101,7 @@ BYPASSES = {
 # __noinline__: a macro __noinline__ in the CPU backend's header broke libstdc++'s __attribute__((__noinline__)))
 KITCHEN_SINK = naive(
     "#include <cstdlib>\n#include <cstring>\n#include <cmath>\n#include <cassert>\n#include <vector>\n#include <string>\n"
-    "#include <algorithm>\n#include <iostream>\n#include <array>\n#include <memory>\n"
+    "#include <algorithm>\n#include <iostream>\n#include <array>\n#include <memory>\n#include <stdexcept>\n"
     "static int calls = 0;\n"
     "__device__ __noinline__ float act(float x) { return fmaxf(x, 0.0f) + expf(-x) * 0.0f; }\n"
     "static float host_norm(const float* x, int n) { float s = 0; for (int i = 0; i < n; ++i) s += x[i] * x[i]; "
@@ -114,7 +114,9 @@ KITCHEN_SINK = naive(
     "        static std::array<float, 4> once = {1, 2, 3, 4}; int* q = new int[3]; delete[] q; ++calls;\n"
     "        float* d = nullptr; cudaMalloc(&d, 64); cudaMemsetAsync(d, 0, 64, stream); cudaMemcpyAsync(d, A, 4, "
     'cudaMemcpyDeviceToDevice, stream); cudaStreamSynchronize(stream); cudaFree(d); printf("%g", (double)once[0]);\n'
-    "        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);\n",
+    "        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);\n"
+    '        try { if (K < -1) throw std::runtime_error("bad K"); if (K < -2) throw 42; if (K < -3) throw std::bad_alloc(); }\n'
+    '        catch (const std::exception& e) { puts(e.what()); } catch (int) { puts("int"); }\n',
 )
 # device queries and events: the CPU backend does not have them (yet)
 KITCHEN_SINK_CUDA = KITCHEN_SINK.replace(
