@@ -10,6 +10,9 @@ cached in float[128]. So each grade also draws, from its seed:
   d is a multiple of m but not of 2m (for m = 128: 128, 256 or 384) and every other dimension
   is odd.
 
+  and one long shape: K (relu_mask: N) drawn from LONG, past any fixed-size cache a kernel might
+  keep of a row (a float[512] of A passed every other CPU shape), the other dimensions under 32.
+
 Across the set each dimension then has both zero and non-zero residues mod 4, 8, 32 and 128,
 independently of the others: wherever one dimension is aligned, the others are as unaligned as
 they can be, which is where such a path goes wrong. K's multiple of 128 is 256 or 384, so K >
@@ -27,6 +30,8 @@ ODD_MAX = 255  # odd dimensions are drawn from 1 .. ODD_MAX
 # cost of a shape ~ the work of a kernel tiled by 32 (GEMM: padded M*N*K; relu: M * padded N,
 # whose CPU cost per element is higher: a warp vote per word)
 COST_CAP = {3: 600_000, 2: 12_288}
+LONG = {3: (513, 1100), 2: (1025, 2100)}  # the long shape's K (GEMM) or N (relu): beyond 512 / 1024
+LONG_COST_CAP = {3: 1_200_000, 2: 12_288}  # one shape, up to twice COST_CAP for a GEMM
 
 
 def _pad32(x: int) -> int:
@@ -77,6 +82,10 @@ def draw(ndims: int, seed: int) -> list[tuple[int, ...]]:
                 if cost(tuple(shape)) <= cap:
                     break
             shapes.append(tuple(_fit(shape, d, cap)))
+    lo, hi = LONG[ndims]
+    long = [rng.randrange(1, 32, 2) for _ in range(ndims)]
+    long[-1] = rng.randrange(lo, hi + 1)
+    shapes.append(tuple(_fit(long, ndims - 1, LONG_COST_CAP[ndims])))
     return shapes
 
 
