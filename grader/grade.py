@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 import shlex
 from dataclasses import asdict, dataclass, field
 
@@ -130,6 +131,11 @@ def grade(
         problems = forbidden.scan(source, timeout=compile_timeout) if scan else []
         if problems:
             raise Forbidden(forbidden.message(problems, filename))
+        beside = None  # the CPU backend's profile of a timed GPU verdict: built and run while the GPU grades
+        if backend == "cuda" and time_it and ex.threshold is not None and profile_on_gpu and ex.access and not on_host:
+            pool = ThreadPoolExecutor(1)
+            beside = pool.submit(_profile_beside, exercise, source, filename, ex, compile_timeout, timeout)
+            pool.shutdown(wait=False)  # the thread ends with the task; result() below waits for it
         build = toolchain.build(
             source, backend=backend, exercise=exercise, filename=filename, timeout=compile_timeout, check_calls=scan
         )
@@ -230,8 +236,8 @@ def grade(
     if res.correct and timed:
         _verdict_speed(res, ex, run)
         res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU
-        if profile_on_gpu and ex.access and not on_host:  # reported beside the time, not a verdict
-            res.profile = _profile_beside(exercise, source, filename, ex, compile_timeout, timeout)
+        if beside is not None:  # reported beside the time, not a verdict
+            res.profile = beside.result()
     elif res.correct and request.get("profile"):
         _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
     elif res.correct and step is not None:
