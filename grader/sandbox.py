@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -122,6 +123,10 @@ def _child_env(gpu: int | None = None) -> dict[str, str]:
 _HIDE: list[str] = []  # more folders the sandbox hides (batch: the submissions, the gradebook's folder)
 _TEMPLATE: dict = {}  # the running template: {"key": ..., "client": forkserver.Client}, or {"off": why}
 _TEMPLATE_LOCK = threading.Lock()
+# The template dies with its parent (PR_SET_PDEATHSIG, bwrap --die-with-parent), and to Linux the parent
+# is the thread that started it: so it is started from this one thread, which lives as long as the
+# process, never from the caller's (a notebook's warm-up thread, the profile's thread beside a GPU run).
+_STARTER = ThreadPoolExecutor(1, thread_name_prefix="grader-template")
 
 
 def hide(*paths) -> None:
@@ -161,7 +166,7 @@ def _template(env: dict[str, str]):
         if client is not None:
             client.retire()  # another policy from now on; verdicts running in the old template finish there
         try:
-            client = forkserver.Client(prefix, env)
+            client = _STARTER.submit(forkserver.Client, prefix, env).result()
         except forkserver.TemplateError as e:
             _TEMPLATE.clear()
             _TEMPLATE.update(off=key, why=str(e))  # fall back to a subprocess per verdict

@@ -206,6 +206,27 @@ def test_a_template_that_cannot_start_falls_back(tmp_path, monkeypatch):
     sandbox._TEMPLATE.clear()
 
 
+def test_a_template_started_from_a_thread_that_ends_keeps_running(tmp_path, monkeypatch):
+    """The template dies with its parent (PR_SET_PDEATHSIG, bwrap --die-with-parent), and Linux takes the
+    parent to be the *thread* that started it. A notebook's setup warms it from a thread, and on a GPU the
+    access profile runs in a thread beside the timed run: when that thread ended, the template (and the
+    GPU verdict running in it) was killed. It must outlive the thread that asked for it."""
+    import threading
+
+    monkeypatch.setenv("GRADER_FORKSERVER", "1")
+    sandbox.shutdown()
+    t = threading.Thread(target=lambda: sandbox._template(sandbox._child_env()))
+    t.start()
+    t.join()
+    client = sandbox._TEMPLATE.get("client")
+    assert client is not None, sandbox.launcher_name()
+    time.sleep(1.0)  # a killed template is noticed by its reader thread at once
+    assert client.alive(), "the template died with the thread that started it"
+    run = _run(_lib(tmp_path, "gemm_work(A, B, C, M, N, K);", "from_thread"))
+    assert run.returncode == 0 and len(run.messages) == 1, run.output
+    assert sandbox._TEMPLATE.get("client") is client  # the same template served it
+
+
 def test_a_template_that_dies_mid_run_is_not_the_kernels_fault(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_FORKSERVER", "1")
     hang = _lib(tmp_path, "for (volatile int i = 0;; i = 0) {}", "hang")
