@@ -13,6 +13,9 @@ exists, `derived` for ours), checks them against the exercise's access bounds
 
 Figures (FMA = one multiply-add of the GEMM, M*N*K of them; FLOPs = 2*M*N*K):
   sectors_per_request_ld/st  32-byte sectors per global load/store instruction (4 = coalesced floats)
+  sectors_over_ideal_ld      global load sectors / the sectors the same bytes take coalesced (per
+                             instruction: ceil(distinct bytes its lanes ask for / 32)); 1 = coalesced
+                             at any width (a float4 load's 16 sectors are ideal), 8 = a column of floats
   bytes_per_flop             global sectors (loads + stores) x 32 B / FLOPs: traffic that reuse cuts
   global_loads_per_fma       floats loaded from global memory by the threads, per FMA
   shared_loads_per_fma       floats loaded from shared memory by the threads, per FMA
@@ -95,7 +98,7 @@ class WarpAccess:
     buffer: str  # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
     occurrence: int  # the k-th time this warp executed this instruction in this block (from 0)
     lanes: list  # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
-    merged: int = 1  # shared loads: 2 or 4 when counted as one wider load (nvcc's), 0 when absorbed
+    merged: int = 1  # 2 or 4 when counted as one wider access (nvcc's), 0 when absorbed into one
 
 
 @dataclass
@@ -128,13 +131,96 @@ def _api(lib):
     lib.cuda_emu_profile_take.restype = ctypes.c_char_p
     lib.cuda_emu_profile_trace.restype = ctypes.c_void_p
     lib.cuda_emu_profile_trace.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+    lib.cuda_emu_profile_sites.argtypes = [
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_ulonglong),
+        ctypes.POINTER(ctypes.c_ulonglong),
+    ]
     return lib
+
+
+_HOOK_CALL = re.compile(
+    r"^\s*([0-9a-f]+):\s+call\s+[0-9a-f]+\s+<(__tsan_(?:unaligned_)?(?:read|write)(?:\d+|_range))(?:@plt)?>"
+)
+
+
+def _tool_run(args: list[str], path: str, timeout: float = 60):
+    """Run a binutils tool on the library; the worker names it /proc/self/fd/N (an inherited descriptor)."""
+    m = re.match(r"/proc/self/fd/(\d+)$", path)
+    fds = (int(m.group(1)),) if m else ()
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, pass_fds=fds).stdout
+
+
+def site_map(lib_path: str) -> dict[int, int]:
+    """Code addresses of the library's access-hook calls (return addresses, offsets) that share a source
+    location with an earlier one -> that one: g++ copies one access into several code paths (jump
+    threading), and lanes that diverge there execute one source-level access, one instruction on the GPU
+    (grader/cpu/profile.cpp counts each location as one site). The location is the inline chain of
+    function, file and line (addr2line -f -i) and the hook (size, read/write). {} without binutils."""
+    objdump, addr2line = shutil.which("objdump"), shutil.which("addr2line")
+    if not objdump or not addr2line:
+        return {}
+    try:
+        st = Path(lib_path).stat()
+    except OSError:
+        return {}
+    return _site_map(lib_path, objdump, addr2line, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=16)
+def _site_map(lib_path: str, objdump: str, addr2line: str, _stat: tuple) -> dict[int, int]:
+    try:
+        dis = _tool_run([objdump, "-d", "--no-show-raw-insn", lib_path], lib_path).splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    calls = []  # (return address, hook)
+    for i, text in enumerate(dis):
+        m = _HOOK_CALL.match(text)
+        if m and i + 1 < len(dis):
+            nxt = re.match(r"^\s*([0-9a-f]+):", dis[i + 1])
+            if nxt:
+                calls.append((int(nxt.group(1), 16), m.group(2)))
+    if len(calls) < 2:
+        return {}
+    try:
+        out = _tool_run(
+            [addr2line, "-a", "-f", "-i", "-e", lib_path, *[hex(ret - 1) for ret, _ in calls]], lib_path
+        ).splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    chains: list[list[str]] = []
+    for text in out:
+        if re.match(r"^0x[0-9a-f]+$", text):
+            chains.append([])
+        elif chains:
+            chains[-1].append(re.sub(r" \(discriminator \d+\)$", "", text.strip()))
+    if len(chains) != len(calls):
+        return {}
+    first: dict[tuple, int] = {}
+    found = {}
+    for (ret, hook), chain in zip(calls, chains):
+        if not chain or any(c.startswith("??") for c in chain):
+            continue  # no line information: its own site
+        key = (hook, *chain)
+        canon = first.setdefault(key, ret)
+        if canon != ret:
+            found[ret] = canon
+    return found
+
+
+def _set_sites(lib, lib_path: str | None) -> None:
+    found = site_map(lib_path) if lib_path else {}
+    pcs = (ctypes.c_ulonglong * max(1, len(found)))(*found.keys())
+    canon = (ctypes.c_ulonglong * max(1, len(found)))(*found.values())
+    lib.cuda_emu_profile_sites(len(found), pcs, canon)
 
 
 def configure(mod, blocks="sample", seed: int | None = None, trace: bool = False, budget: int = DEFAULT_BUDGET) -> None:
     """Record the next launches of `mod` (a CPU-backend KernelModule). blocks: "sample", "all",
     "off" or a list of (bx, by, bz)."""
     lib = _api(mod._lib)
+    if blocks != "off":
+        _set_sites(lib, str(mod.build.path))
     if isinstance(blocks, str):
         if blocks not in ("sample", "all", "off"):
             raise ValueError(f"blocks must be 'sample', 'all', 'off' or a list of (bx, by, bz), not {blocks!r}")
@@ -283,6 +369,7 @@ def from_raw(exercise: str, shape, raw: dict, lib_path: str | None = None, filen
         }
         if e["space"] == "global":
             row["sectors"] = _round(e["units"])
+            row["ideal_sectors"] = _round(e["ideal"])  # the same bytes, coalesced
         else:
             row["wavefronts"] = _round(e["units"])
             row["conflicts"] = _round(e["units"] - e["ideal"])
@@ -330,6 +417,8 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
     s_ld, s_st = NCU["shared", "ld"], NCU["shared", "st"]
     d["sectors_per_request_ld"] = ratio(g_ld[1], g_ld[0])
     d["sectors_per_request_st"] = ratio(g_st[1], g_st[0])
+    ideal_ld = sum(r["ideal_sectors"] for r in rows if r["space"] == "global" and r["op"] == "ld")
+    d["sectors_over_ideal_ld"] = ratio(g_ld[1], ideal_ld)
     s_req = m[s_ld[0]] + m[s_st[0]]
     d["wavefronts_per_shared_request"] = ratio(m[s_ld[1]] + m[s_st[1]], s_req)
     d["wavefronts_per_shared_load"] = ratio(m[s_ld[1]], m[s_ld[0]])
@@ -536,13 +625,41 @@ def judge(
     return prof, check_bounds(exercise, prof)
 
 
+NO_GLOBAL_LOADS = "the access profile counted no global loads by any kernel: did a kernel do the work?"
+
+
+def _no_data(figure: str, prof: Profile) -> str | None:
+    """Why `figure` has nothing to judge (a 0/0, or no kernel that it is about), None when it has data."""
+    m = prof.metrics
+    req = lambda space, op: m.get(NCU[space, op][0], 0.0)  # noqa: E731
+    if figure not in prof.derived:
+        role = figure.split("_")[0]
+        return f"the access profile counted no global accesses by a relu_{role} kernel, so {figure} has no data"
+    if figure in ("sectors_per_request_st",) and not req("global", "st"):
+        return f"the access profile counted no global stores, so {figure} has no data"
+    if figure in ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request") and not (
+        req("shared", "ld") + req("shared", "st")
+    ):
+        return f"the access profile counted no shared-memory accesses, so {figure} has no data"
+    if figure == "wavefronts_per_shared_load" and not req("shared", "ld"):
+        return f"the access profile counted no shared-memory loads, so {figure} has no data"
+    return None
+
+
 def check_bounds(exercise: str, prof: Profile) -> list[str]:
-    """Messages for every access bound of the exercise that the profile breaks ([] when none)."""
+    """Messages for every access bound of the exercise that the profile breaks ([] when none). A bound
+    on a figure without data (no kernel launched, no global loads, a 0/0) is broken, never met: an
+    upper bound on 0 would pass a launcher that does the work on the host."""
+    bounds = exercises.get(exercise).access
+    if bounds and not prof.metrics.get(NCU["global", "ld"][0]):
+        return [NO_GLOBAL_LOADS]
     problems = []
-    for b in exercises.get(exercise).access:
-        value = prof.derived.get(b.figure)
-        if value is None:
+    for b in bounds:
+        why = _no_data(b.figure, prof)
+        if why:
+            problems.append(f"{why}: {b.fix}")
             continue
+        value = prof.derived[b.figure]
         if (b.most is not None and value > b.most) or (b.least is not None and value < b.least):
             limit = f"at most {b.most:g}" if b.most is not None else f"at least {b.least:g}"
             problems.append(
@@ -555,6 +672,8 @@ def summary(prof: Profile) -> str:
     """One line: the figures an exercise's lesson is about."""
     d = prof.derived
     parts = [f"{d.get('sectors_per_request_ld', 0):.2g} sectors/global load"]
+    if d.get("sectors_over_ideal_ld"):
+        parts[0] += f" ({d['sectors_over_ideal_ld']:.2g}x the coalesced ideal)"
     if "bytes_per_flop" in d:
         parts.append(f"{d['bytes_per_flop']:.3g} global B/FLOP")
         parts.append(f"{d['shared_loads_per_fma']:.3g} shared loads/FMA")

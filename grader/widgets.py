@@ -435,6 +435,7 @@ def mask_stores(p) -> list[tuple]:
 # which ones each exercise's lesson is about (the first that exist are shown).
 FIGURES = {
     "sectors_per_request_ld": "sectors per global load",
+    "sectors_over_ideal_ld": "global sectors / coalesced ideal",
     "global_loads_per_fma": "global loads per FMA",
     "bytes_per_flop": "global bytes per FLOP",
     "shared_loads_per_fma": "shared loads per FMA",
@@ -450,7 +451,7 @@ FIGURES = {
     "mask_bytes_per_element": "mask: bytes per element",
 }
 LESSON = {
-    "naive": ("sectors_per_request_ld", "global_loads_per_fma", "bytes_per_flop"),
+    "naive": ("sectors_per_request_ld", "sectors_over_ideal_ld", "global_loads_per_fma", "bytes_per_flop"),
     "tiled": ("bytes_per_flop", "global_loads_per_fma", "shared_loads_per_fma"),
     "conflict_free": ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request", "bytes_per_flop"),
     "register_blocked": ("shared_loads_per_fma", "wavefronts_per_shared_request", "bytes_per_flop"),

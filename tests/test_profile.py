@@ -103,7 +103,7 @@ HAS_GPU = __import__("torch").cuda.is_available()
 MISGRADED = [  # issue 14: each passed its wrong exercise on the CPU backend before access bounds
     ("tiled", "01_naive.cu", "bytes_per_flop"),
     ("register_blocked", "01_naive.cu", "bytes_per_flop"),
-    ("naive", "01a_naive_uncoalesced.cu", "sectors_per_request_ld"),
+    ("naive", "01a_naive_uncoalesced.cu", "sectors_over_ideal_ld"),
     ("conflict_free", "03_bank_conflicts.cu", "bank_conflicts_per_shared_request"),
 ]
 
@@ -215,3 +215,110 @@ def test_a_kernel_cannot_see_which_blocks_are_watched():
     assert problems and "internals" in forbidden.message(problems, "cheat.cu")
     r = grade.grade("naive", src, backend="cpu")
     assert not r.compiled and "forbidden" in r.message
+
+
+# ---------------------------------------------------------------------------- grouping and figures
+RELU_ONE_SHUFFLE = r"""
+#include <cuda_runtime.h>
+#include <cstdint>
+__global__ void fwd(const float* X, float* Y, uint32_t* mask, int M, int N, int W) {
+    int row = blockIdx.y, word = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    int j = word * 32 + lane; bool in = word < W && j < N;
+    float x = in ? X[(size_t)row * N + j] : 0.0f, y = x > 0.0f ? x : 0.0f;
+    if (in) Y[(size_t)row * N + j] = y;
+    uint32_t mine = (y > 0.0f) ? (1u << lane) : 0u;
+    uint32_t d = __ballot_sync(0xffffffffu, y > 0.0f) | (__shfl_xor_sync(0xffffffffu, mine, 1) & 0);
+    __shared__ uint32_t words[8];  // the block's 8 mask words, stored by 8 lanes: one sector
+    if (lane == 0) words[threadIdx.x / 32] = d;
+    __syncthreads();
+    int w = blockIdx.x * 8 + threadIdx.x;
+    if (threadIdx.x < 8 && w < W) mask[(size_t)row * W + w] = words[threadIdx.x];
+}
+__global__ void bwd(const uint32_t* mask, const float* dY, float* dX, int M, int N, int W) {
+    int row = blockIdx.y, word = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    int j = word * 32 + lane;
+    uint32_t w = 0; if (lane == 0 && word < W) w = mask[(size_t)row * W + word];
+    w = __shfl_sync(0xffffffffu, w, 0);
+    if (word < W && j < N) dX[(size_t)row * N + j] = (w >> lane) & 1u ? dY[(size_t)row * N + j] : 0.0f;
+}
+extern "C" void relu_forward(const float* X, float* Y, uint32_t* mask, int M, int N, cudaStream_t s) {
+    int W = (N + 31) / 32; dim3 g((W + 7) / 8, M); fwd<<<g, 256, 0, s>>>(X, Y, mask, M, N, W);
+}
+extern "C" void relu_backward(const uint32_t* mask, const float* dY, float* dX, int M, int N, cudaStream_t s) {
+    int W = (N + 31) / 32; dim3 g((W + 7) / 8, M); bwd<<<g, 256, 0, s>>>(mask, dY, dX, M, N, W);
+}
+"""
+
+
+def test_a_store_that_gxx_duplicated_is_one_warp_instruction():
+    """g++ threads the jump on y > 0 through the shuffle: Y's store is copied into both branches (a store of
+    x, a store of 0, two code addresses at one line). Lanes that diverge there execute one source-level
+    store, one instruction on the GPU: 512 requests at 64x256, not 1024 half-full ones (red team, h04)."""
+    p = profile.run("relu_mask", RELU_ONE_SHUFFLE, (64, 256), blocks="all", resources=False)
+    y = [r for r in p.per_line if r["buffer"] == "Y"]
+    assert sum(r["requests"] for r in y) == 64 * 8 and sum(r["sectors"] for r in y) == 64 * 8 * 4
+    assert p.derived["forward_bytes_written_per_element"] == pytest.approx(4.125)  # Y 4, the mask 1/8 (8.125 before)
+    assert profile.check_bounds("relu_mask", p) == []
+
+
+NAIVE_FLOAT4_B = r"""
+#include <cuda_runtime.h>
+__global__ void k(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+    int r = blockIdx.y * blockDim.y + threadIdx.y, c4 = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < M && c4 * 4 < N) {
+        float4 s = make_float4(0, 0, 0, 0);
+        for (int k = 0; k < K; ++k) {
+            float a = A[(size_t)r * K + k]; float4 b = reinterpret_cast<const float4*>(B + (size_t)k * N)[c4];
+            s.x += a * b.x; s.y += a * b.y; s.z += a * b.z; s.w += a * b.w;
+        }
+        reinterpret_cast<float4*>(C + (size_t)r * N)[c4] = s;
+    }
+}
+extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t st) {
+    dim3 b(32, 8), g((N / 4 + 31) / 32, (M + 7) / 8);
+    k<<<g, b, 0, st>>>(A, B, C, M, N, K);
+}
+"""
+
+
+def test_naive_bound_judges_coalescing_not_width():
+    """A coalesced float4 load of B touches 16 sectors per request, its ideal: the naive bound
+    (sectors_over_ideal_ld) passes it, where the raw sectors per request (8.5 with A's broadcasts) is over
+    4. g++ splits the float4 into 4 scalar loads at one line: counted as nvcc's one LDG.128."""
+    p = profile.run("naive", NAIVE_FLOAT4_B, (64, 128, 32), blocks="all", resources=False)
+    b = [r for r in p.per_line if r["buffer"] == "B"]
+    assert sum(r["requests"] for r in b) == 64 * 32  # a warp's 32 float4 of a row of B: one request per k
+    assert p.derived["sectors_per_request_ld"] > 4 and p.derived["sectors_over_ideal_ld"] == pytest.approx(1.0)
+    assert profile.check_bounds("naive", p) == []
+    good, bad = _p("naive", "01_naive.cu"), _p("naive", "01a_naive_uncoalesced.cu")
+    assert good.derived["sectors_over_ideal_ld"] < 1.5 and bad.derived["sectors_over_ideal_ld"] > 5
+
+
+def _site(launch, space, op, buffer, requests, units):
+    return {
+        "launch": launch, "site": 0, "pc": 0, "space": space, "op": op, "buffer": buffer, "requests": requests,
+        "units": units, "ideal": units, "lanes": 32 * requests, "bytes": 128 * requests,
+        "requests_as_written": requests, "units_as_written": units,
+    }  # fmt: skip
+
+
+def test_a_bound_without_data_fails():
+    """A launcher that launches no kernel (the work done on the host) profiles empty: every figure is 0,
+    and an upper bound on 0 would pass. A figure without data fails its bound instead."""
+    empty = {"launches": [], "sites": []}
+    for exercise, shape in (("naive", (64, 64, 64)), ("relu_mask", (64, 256)), ("gemm_relu", (64, 64, 64))):
+        p = profile.from_raw(exercise, shape, empty)
+        assert profile.check_bounds(exercise, p) == [profile.NO_GLOBAL_LOADS], exercise
+    assert "did a kernel do the work?" in profile.NO_GLOBAL_LOADS
+    # relu_mask: a forward kernel, but no backward one
+    launch = {"kernel": "fwd", "grid": [1, 64, 1], "block": [256, 1, 1], "smem": 0, "blocks_total": 64}
+    raw = {
+        "launches": [launch | {"blocks_recorded": 64, "sample": ""}],
+        "sites": [_site(0, "global", "ld", "X", 512, 2048), _site(0, "global", "st", "Y", 512, 2048)],
+    }
+    problems = profile.check_bounds("relu_mask", profile.from_raw("relu_mask", (64, 256), raw))
+    assert len(problems) == 1 and "no global accesses by a relu_backward kernel" in problems[0], problems
+    # conflict_free: global loads, but not one shared-memory access to judge bank conflicts by
+    raw = {"launches": raw["launches"], "sites": [_site(0, "global", "ld", "A", 512, 2048)]}
+    problems = profile.check_bounds("conflict_free", profile.from_raw("conflict_free", (64, 64, 64), raw))
+    assert any("no shared-memory accesses" in m for m in problems), problems
