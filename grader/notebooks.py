@@ -60,6 +60,7 @@ def exercise_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.outputs = []
             cell.execution_count = None
         cell.get("metadata", {}).pop("execution", None)
+    nb.metadata.pop("widgets", None)  # the widgets' saved state: the solution's drawings
     return nb
 
 

@@ -54,6 +54,8 @@ def test_exercise_has_no_outputs_and_no_solutions(path):
         if cell.cell_type == "code":
             assert not cell.outputs and cell.execution_count is None, "exercise notebooks keep no outputs"
             assert "BEGIN SOLUTION" not in cell.source and "END SOLUTION" not in cell.source
+    # nor the widgets' saved state (the solution's drawings: images of its kernel's access map)
+    assert "widgets" not in nb.metadata, "exercise notebooks keep no widget state"
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
