@@ -183,14 +183,18 @@ class KernelModule:
 
     def _set_buffers(self, bound: dict[str, torch.Tensor], outputs=()) -> None:
         """CPU backend: name the launch's global buffers (the access profile counts accesses to them),
-        and the outputs among them, whose accesses the race detector checks between threads."""
+        and the outputs among them, whose accesses the race detector checks between threads; the others
+        are inputs, which no kernel may write. For a CUDA exercise they are device memory (flag 2):
+        host code that touches them, or copies host memory into an output, is reported, as on a GPU
+        it faults or computes nothing on the device; host code (contract.HOST) is not."""
         n = len(bound)
         names = (ctypes.c_char_p * n)(*[k.encode() for k in bound])
         ptrs = (ctypes.c_ulonglong * n)(*[t.data_ptr() for t in bound.values()])
         sizes = (ctypes.c_ulonglong * n)(*[t.numel() * t.element_size() for t in bound.values()])
         self._lib.cuda_emu_set_buffers(n, names, ptrs, sizes)
         cols = (ctypes.c_int * n)(*[t.shape[-1] if t.dim() == 2 else 0 for t in bound.values()])
-        outs = (ctypes.c_int * n)(*[int(k in outputs) for k in bound])
+        device = 0 if self.exercise in contract.HOST else 2
+        outs = (ctypes.c_int * n)(*[int(k in outputs) | device for k in bound])
         self._lib.cuda_emu_set_outputs(n, names, ptrs, sizes, cols, outs)
 
     def configure_cpu(self, schedule_seed: int = 0, flags: int = 1) -> None:
@@ -236,6 +240,11 @@ class KernelModule:
             ]
             if self.backend == "cpu":
                 self._set_buffers(bound, contract.outputs(launcher))
+                try:
+                    fn(*args)
+                finally:  # forgotten after the call: later host code may reuse that memory
+                    self._lib.cuda_emu_set_outputs(0, None, None, None, None, None)
+                return
             fn(*args)
 
         call.__name__ = launcher.name

@@ -385,6 +385,16 @@ def error_hint(error: str, shape) -> str:
             "An out-of-bounds write: the bounds test must keep every thread whose row or column lies "
             "outside the matrix from storing (row < M, col < N)." + at
         )
+    if "wrote to its input" in error:
+        return (
+            "Only the output(s) may be written, even if the kernel puts the input back afterwards. Look for a "
+            "store through a const_cast pointer, or an index that runs past the output into another buffer."
+        )
+    if "the launcher's host code" in error or "copied host memory into" in error:
+        return (
+            "Host code cannot compute the outputs: the launch's buffers are device memory, which the launcher "
+            "may only hand to kernels (and cudaMemcpy/cudaMemset). Launch a kernel that computes them."
+        )
     if "misaligned address" in error:
         return (
             "A vector access (float2/float4, or an 8- or 16-byte __pipeline_memcpy_async) needs an address "

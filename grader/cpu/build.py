@@ -44,7 +44,14 @@ _COMMON = [
 # -fstack-clash-protection: a large local array probes its pages in order, so a thread that
 # overflows its fiber stack faults in its guard page (reported as such) instead of writing
 # into another thread's stack.
-_CHECKS = ["-fsanitize=bounds,alignment", "-fno-sanitize-recover=bounds,alignment", "-fstack-clash-protection"]
+# -fno-optimize-sibling-calls: a call in tail position (`else atomicAdd(&C[i], s);` at a kernel's end)
+# stays a call, so the callee's return address names the kernel's line, not the scheduler's.
+_CHECKS = [
+    "-fsanitize=bounds,alignment",
+    "-fno-sanitize-recover=bounds,alignment",
+    "-fstack-clash-protection",
+    "-fno-optimize-sibling-calls",
+]
 # -ftrivial-auto-var-init=pattern (GCC 12+): a local read before it is written holds 0xFEFEFEFE (as a
 # float -1.7e38), not the zero a fresh fiber stack would give: an uninitialised accumulator shows.
 _PATTERN_INIT = "-ftrivial-auto-var-init=pattern"

@@ -266,13 +266,16 @@ std::string source_line(const void* pc) {
 
 // ---- ThreadSanitizer ABI: called before every load/store of the kernel file ----------
 // The one access path: shared memory goes to access() (race detector, then the profile),
-// the launch's global buffers to the output race detector (globals.cpp) and the profile. Both
-// windows are closed (span 0) when no consumer watches this block, so an unwatched access
-// costs two compares.
+// the launch's global buffers to the output race detector (globals.cpp) and the profile; the
+// launcher's host code touching device memory, and a kernel's store into an input, to globals.cpp.
+// Each window is closed (span 0) when nothing watches it, so an unwatched load costs three
+// compares (a store four).
 namespace cuda_emu {
 namespace {
 inline __attribute__((always_inline)) void on_access(void* p, size_t n, bool write, const void* pc) {
     const uintptr_t a = (uintptr_t)p;
+    if (__builtin_expect(a - g_host_lo < g_host_span, 0)) return host_access(p, n, write, pc);  // no kernel runs
+    if (write && a - g_in_lo < g_in_span) input_write(p, n, pc);  // a kernel's store into an input
     if (a - g_lo < g_span) access(p, n, write, pc);
     else if (a - g_glo < g_gspan) {
         if (g_race_outputs) global_access(p, n, write, pc);

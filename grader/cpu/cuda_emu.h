@@ -3,6 +3,16 @@
 // Blocks run one after another on one OS thread; the threads of a block run as
 // fibers, so plain read-modify-write atomics and `static` __shared__ are correct.
 #pragma once
+// The kernel file's memcpy, memmove and memset (its own calls and those of the library code it
+// inlines: std::copy, std::vector's copies) go to the runtime (globals.cpp), which reports host
+// code that copies device memory with them, and then copies. The runtime keeps libc's.
+#ifndef CUDA_EMU_RUNTIME
+extern "C" {
+void* memcpy(void*, const void*, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memcpy");
+void* memmove(void*, const void*, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memmove");
+void* memset(void*, int, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memset");
+}
+#endif
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +25,11 @@
 #include <utility>
 
 #define CUDA_EMU_API __attribute__((visibility("hidden")))
+#ifdef CUDA_EMU_RUNTIME  // what the kernel file's memcpy, memmove and memset call (see the top)
+extern "C" CUDA_EMU_API void* cuda_emu_memcpy(void* d, const void* s, size_t n) noexcept;
+extern "C" CUDA_EMU_API void* cuda_emu_memmove(void* d, const void* s, size_t n) noexcept;
+extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept;
+#endif
 // Atomics must not be seen by the race detector as plain reads and writes.
 #define CUDA_EMU_ATOMIC static inline __attribute__((no_sanitize_thread, noinline, unused))
 
@@ -83,6 +98,16 @@ CUDA_EMU_API int set_max_dyn_smem(const void* fn, int bytes);  // 0, or 1 when o
 CUDA_EMU_API int take_launch_status();
 CUDA_EMU_API int device_attribute(int attr, int* value);  // cudaDeviceGetAttribute of the emulated GPU
 CUDA_EMU_API void trap(int line, const char* what);
+// Atomics tell the output race detector (globals.cpp) what they touch: an atomic against a plain
+// load or store of the same word by an unordered thread is a race; two atomics are not.
+CUDA_EMU_API void atomic_access(const void* p, size_t n, const void* pc);
+// The emulated GPU's memory calls (globals.cpp): cudaMalloc's blocks are device memory (host code
+// that touches them is reported, as on a GPU it faults); a copy of host memory into an output, and
+// a copy or memset into an input, are reported with the caller's line. kind: 0 memcpy, 1 memset,
+// 2 to a symbol, 3 from a symbol.
+CUDA_EMU_API void* device_malloc(size_t n);
+CUDA_EMU_API void device_free(void* p);
+CUDA_EMU_API void device_copy(void* d, const void* s, size_t n, int kind, int value, int line);
 
 template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
 template <class K, class Tup> static void run_thread(void* p) {
@@ -253,17 +278,19 @@ static inline long long clock64() { return (long long)std::clock(); }
 #endif
 
 // ---- atomics: a fiber never switches inside one, so plain RMW is atomic -----------
+// CUDA_EMU_AT: the output race detector sees the atomic (the return address names the caller's line).
+#define CUDA_EMU_AT(p) ::cuda_emu::atomic_access((p), sizeof *(p), __builtin_return_address(0))
 #define CUDA_EMU_ATOMICS(T)                                                                       \
-    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }                     \
-    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }                     \
-    CUDA_EMU_ATOMIC T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }                        \
-    CUDA_EMU_ATOMIC T atomicMin(T* p, T v) { T o = *p; *p = v < o ? v : o; return o; }             \
-    CUDA_EMU_ATOMIC T atomicMax(T* p, T v) { T o = *p; *p = o < v ? v : o; return o; }             \
-    CUDA_EMU_ATOMIC T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o + v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o - v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicExch(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = v; return o; }        \
+    CUDA_EMU_ATOMIC T atomicMin(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = v < o ? v : o; return o; } \
+    CUDA_EMU_ATOMIC T atomicMax(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o < v ? v : o; return o; } \
+    CUDA_EMU_ATOMIC T atomicCAS(T* p, T c, T v) { CUDA_EMU_AT(p); T o = *p; if (o == c) *p = v; return o; }
 #define CUDA_EMU_BIT_ATOMICS(T)                                                                   \
-    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }                      \
-    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { T o = *p; *p = o & v; return o; }                     \
-    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
+    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o | v; return o; }      \
+    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o & v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o ^ v; return o; }
 CUDA_EMU_ATOMICS(int)
 CUDA_EMU_ATOMICS(unsigned)
 CUDA_EMU_ATOMICS(unsigned long long)
@@ -271,13 +298,18 @@ CUDA_EMU_ATOMICS(long long)
 CUDA_EMU_BIT_ATOMICS(int)
 CUDA_EMU_BIT_ATOMICS(unsigned)
 CUDA_EMU_BIT_ATOMICS(unsigned long long)
-CUDA_EMU_ATOMIC float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
-CUDA_EMU_ATOMIC double atomicAdd(double* p, double v) { double o = *p; *p = o + v; return o; }
-CUDA_EMU_ATOMIC float atomicExch(float* p, float v) { float o = *p; *p = v; return o; }
-CUDA_EMU_ATOMIC unsigned atomicInc(unsigned* p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }
-CUDA_EMU_ATOMIC unsigned atomicDec(unsigned* p, unsigned v) { unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o; }
+CUDA_EMU_ATOMIC float atomicAdd(float* p, float v) { CUDA_EMU_AT(p); float o = *p; *p = o + v; return o; }
+CUDA_EMU_ATOMIC double atomicAdd(double* p, double v) { CUDA_EMU_AT(p); double o = *p; *p = o + v; return o; }
+CUDA_EMU_ATOMIC float atomicExch(float* p, float v) { CUDA_EMU_AT(p); float o = *p; *p = v; return o; }
+CUDA_EMU_ATOMIC unsigned atomicInc(unsigned* p, unsigned v) {
+    CUDA_EMU_AT(p); unsigned o = *p; *p = o >= v ? 0 : o + 1; return o;
+}
+CUDA_EMU_ATOMIC unsigned atomicDec(unsigned* p, unsigned v) {
+    CUDA_EMU_AT(p); unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o;
+}
 #undef CUDA_EMU_ATOMICS
 #undef CUDA_EMU_BIT_ATOMICS
+#undef CUDA_EMU_AT
 #define atomicAdd_block atomicAdd
 #define atomicMax_block atomicMax
 #define atomicAdd_system atomicAdd
@@ -292,42 +324,52 @@ enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDe
                       cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
                          cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
+// The copies and memsets go through the runtime (not instrumented: host code's own loads and stores of
+// device memory are what the access hooks report), with the caller's line as a default argument.
 static inline cudaError_t cudaMalloc(void** p, size_t n) {
-    *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+    *p = ::cuda_emu::device_malloc(n);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 template <class T> static inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc((void**)p, n); }
-static inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+static inline cudaError_t cudaFree(void* p) { ::cuda_emu::device_free(p); return cudaSuccess; }
 static inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
 template <class T> static inline cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s) {
     return cudaMallocAsync((void**)p, n, s);
 }
 static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
-static inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) {
-    std::memmove(d, s, n); return cudaSuccess;
+static inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind, int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy(d, s, n, 0, 0, line); return cudaSuccess;
 }
-static inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t = nullptr) {
-    return cudaMemcpy(d, s, n, k);
+static inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t = nullptr,
+                                          int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy(d, s, n, 0, 0, line); return cudaSuccess;
 }
-static inline cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
-static inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = nullptr) { return cudaMemset(d, v, n); }
+static inline cudaError_t cudaMemset(void* d, int v, size_t n, int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy(d, nullptr, n, 1, v, line); return cudaSuccess;
+}
+static inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = nullptr, int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy(d, nullptr, n, 1, v, line); return cudaSuccess;
+}
 template <class T> static inline cudaError_t cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0,
-                                                                 cudaMemcpyKind = cudaMemcpyHostToDevice) {
-    std::memcpy((char*)&sym + off, s, n); return cudaSuccess;
+                                                                 cudaMemcpyKind = cudaMemcpyHostToDevice,
+                                                                 int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy((char*)&sym + off, s, n, 2, 0, line); return cudaSuccess;
 }
 template <class T> static inline cudaError_t cudaMemcpyToSymbolAsync(T& sym, const void* s, size_t n, size_t off = 0,
-                                                                      cudaMemcpyKind k = cudaMemcpyHostToDevice,
-                                                                      cudaStream_t = nullptr) {
-    return cudaMemcpyToSymbol(sym, s, n, off, k);
+                                                                      cudaMemcpyKind = cudaMemcpyHostToDevice,
+                                                                      cudaStream_t = nullptr, int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy((char*)&sym + off, s, n, 2, 0, line); return cudaSuccess;
 }
 template <class T> static inline cudaError_t cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0,
-                                                                   cudaMemcpyKind = cudaMemcpyDeviceToHost) {
-    std::memcpy(d, (const char*)&sym + off, n); return cudaSuccess;
+                                                                   cudaMemcpyKind = cudaMemcpyDeviceToHost,
+                                                                   int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy(d, (const char*)&sym + off, n, 3, 0, line); return cudaSuccess;
 }
 template <class T> static inline cudaError_t cudaMemcpyFromSymbolAsync(void* d, const T& sym, size_t n, size_t off = 0,
-                                                                        cudaMemcpyKind k = cudaMemcpyDeviceToHost,
-                                                                        cudaStream_t = nullptr) {
-    return cudaMemcpyFromSymbol(d, sym, n, off, k);
+                                                                        cudaMemcpyKind = cudaMemcpyDeviceToHost,
+                                                                        cudaStream_t = nullptr,
+                                                                        int line = __builtin_LINE()) {
+    ::cuda_emu::device_copy(d, (const char*)&sym + off, n, 3, 0, line); return cudaSuccess;
 }
 // One emulated GPU (device 0), with the H200's properties and the CPU backend's limits.
 enum cudaDeviceAttr {

@@ -10,7 +10,16 @@
 // one another thread read, with nothing ordering the two (threads of different blocks never are;
 // within a block a __syncthreads() or a warp sync of both lanes), is a race. Two writes of
 // different values are one too (checked when the launch ends: equal values are harmless).
-// Atomics are not instrumented, so atomicAdd and friends never count.
+// Atomics (cuda_emu.h calls atomic_access) are atomic accesses: two atomics never race, but an
+// atomic and a plain load or store of the same word by unordered threads do (a split-K whose
+// first slice stores and the others atomicAdd is right only if the store comes first).
+//
+// Device memory: on a GPU the launch's buffers and cudaMalloc's blocks are device memory, which
+// host code cannot touch (it faults); here they are host memory. So while no kernel runs, the
+// access hooks send loads and stores inside them here (host_access: the launcher's host code did
+// the kernel's work), once per launcher call; cudaMemcpy and cudaMemset come here too
+// (device_copy): host memory copied into an output, and a copy or memset into an input, are
+// reported with the caller's line. While a kernel runs, a store into an input is reported.
 #include "runtime_internal.h"
 
 #include <algorithm>
@@ -20,6 +29,7 @@
 namespace cuda_emu {
 
 bool g_race_outputs = false;
+uintptr_t g_host_lo = 0, g_host_span = 0, g_in_lo = 0, g_in_span = 0;
 
 namespace {
 
@@ -45,7 +55,14 @@ struct Suspect {  // a second unordered write: a race if the values differ
     uint32_t first_value;
 };
 
+struct AShadow {  // one per 4-byte word of an output that an atomic touched: the last two atomics
+    uint64_t clock = 0, clock2 = 0;
+    uint32_t who = 0, who2 = 0;
+    const void *pc = nullptr, *pc2 = nullptr;
+};
+
 std::vector<std::vector<GShadow>> g_shadow;  // per buffer (kept between calls: clocks tell stale entries)
+std::vector<std::vector<AShadow>> g_ashadow;  // per buffer, allocated at its first atomic
 std::vector<Suspect> g_suspects;
 uint64_t g_launch_clock = 0;
 constexpr size_t kMaxSuspects = 64;
@@ -77,12 +94,15 @@ bool ordered(uint32_t who, uint64_t clock, uint32_t me) {
 }
 
 [[noreturn]] void race(const Output& b, size_t word, const char* what_me, const void* pc, uint32_t other,
-                       const char* what_other, const void* opc, uint32_t me) {
+                       const char* what_other, const void* opc, uint32_t me, bool atomic = false) {
     report("global-memory race on %s: %s %s it at %s, but %s %s it at %s in the same launch, and nothing orders "
-           "the two (threads of different blocks never are; in a block only __syncthreads() is). On a GPU one "
-           "update is lost: use atomicAdd, or give every element one thread that writes it",
+           "the two (threads of different blocks never are; in a block only __syncthreads() is). %s",
            element(b, word).c_str(), who_name(me).c_str(), what_me, source_line(pc).c_str(),
-           who_name(other).c_str(), what_other, source_line(opc).c_str());
+           who_name(other).c_str(), what_other, source_line(opc).c_str(),
+           atomic ? "An atomic orders nothing against a plain load or store: on a GPU either may come first. Make "
+                    "every access to it in the launch atomic (zero it before the launch with cudaMemset, or in an "
+                    "earlier kernel)"
+                  : "On a GPU one update is lost: use atomicAdd, or give every element one thread that writes it");
     abandon_thread();
     __builtin_unreachable();
 }
@@ -93,13 +113,202 @@ const Output* find_output(uintptr_t a) {
     return nullptr;
 }
 
+// Races with the atomics of this launch: an unordered atomic on a word the running thread loads
+// or stores plainly.
+void check_atomics(const Output& b, size_t w, const char* what_me, const void* pc, uint32_t me) {
+    const std::vector<AShadow>& ash = g_ashadow[&b - g_outputs.data()];
+    if (w >= ash.size()) return;
+    const AShadow& t = ash[w];
+    const uint64_t L = g_launch_clock;
+    if (t.clock >= L && !ordered(t.who, t.clock, me)) race(b, w, what_me, pc, t.who, "atomically updated", t.pc, me, true);
+    if (t.clock2 >= L && !ordered(t.who2, t.clock2, me))
+        race(b, w, what_me, pc, t.who2, "atomically updated", t.pc2, me, true);
+}
+
+void global_atomic(const void* p, size_t n, const void* pc) {
+    uintptr_t a = (uintptr_t)p;
+    const Output* b = find_output(a);
+    if (!b) return;
+    const size_t i = b - g_outputs.data();
+    std::vector<GShadow>& sh = g_shadow[i];
+    if (g_ashadow.size() <= i) g_ashadow.resize(i + 1);
+    std::vector<AShadow>& ash = g_ashadow[i];
+    if (ash.size() < sh.size()) ash.resize(sh.size());
+    const uint32_t me = block_linear(blockIdx) * (uint32_t)g_launch.nthreads + (uint32_t)g_linear;
+    const uint64_t L = g_launch_clock;
+    const char* what = "atomically updates";
+    for (size_t w = (a - b->lo) / 4; w <= (a + n - 1 - b->lo) / 4 && w < sh.size(); ++w) {
+        GShadow& s = sh[w];
+        if (s.w_clock >= L && !ordered(s.w_who, s.w_clock, me)) race(*b, w, what, pc, s.w_who, "wrote", s.w_pc, me, true);
+        if (s.r_clock >= L && !ordered(s.r_who, s.r_clock, me)) race(*b, w, what, pc, s.r_who, "read", s.r_pc, me, true);
+        if (s.r2_clock >= L && !ordered(s.r2_who, s.r2_clock, me)) race(*b, w, what, pc, s.r2_who, "read", s.r2_pc, me, true);
+        AShadow& t = ash[w];
+        if (t.clock < L || t.who == me) { t.who = me; t.clock = g_clock; t.pc = pc; }
+        else { t.who2 = me; t.clock2 = g_clock; t.pc2 = pc; }
+    }
+}
+
+// ---- device memory --------------------------------------------------------------------------
+struct Buf {
+    uintptr_t lo, hi;
+    std::string name;
+    int cols;
+    bool output;
+};
+std::vector<Buf> g_bufs;       // every buffer the launcher call was given
+bool g_device = false;         // ... and they are device memory (flags bit 1: not a host exercise)
+struct Span { uintptr_t lo, hi; };
+std::vector<Span> g_blocks;    // cudaMalloc's blocks
+std::vector<Span> g_tainted;   // device memory a host copy filled, no kernel launched since
+bool g_host_reported = false;  // this launcher call's host code already reported
+bool g_in_launch = false;
+
+bool overlaps(uintptr_t lo, uintptr_t hi, uintptr_t a, size_t n) { return a < hi && a + n > lo; }
+
+void update_host_window() {
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    if (g_device && !g_host_reported && !g_in_launch) {
+        for (const Buf& b : g_bufs) lo = std::min(lo, b.lo), hi = std::max(hi, b.hi);
+        for (const Span& b : g_blocks) lo = std::min(lo, b.lo), hi = std::max(hi, b.hi);
+    }
+    if (hi > lo) { g_host_lo = lo; g_host_span = hi - lo; }
+    else { g_host_lo = 0; g_host_span = 0; }
+}
+
+std::string base_name() {
+    std::string name = source_name;
+    size_t slash = name.rfind('/');
+    return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+// The device memory [a, a+n) overlaps: a launch buffer's name, "a cudaMalloc block", or null.
+const char* device_name(uintptr_t a, size_t n, const Buf** buf = nullptr) {
+    for (const Buf& b : g_bufs)
+        if (overlaps(b.lo, b.hi, a, n)) { if (buf) *buf = &b; return b.name.c_str(); }
+    for (const Span& b : g_blocks)
+        if (overlaps(b.lo, b.hi, a, n)) return "a cudaMalloc block";
+    return nullptr;
+}
+
+bool inside_device(uintptr_t a, size_t n) {  // [a, a+n) lies in one buffer or block
+    for (const Buf& b : g_bufs)
+        if (a >= b.lo && a + n <= b.hi) return true;
+    for (const Span& b : g_blocks)
+        if (a >= b.lo && a + n <= b.hi) return true;
+    return false;
+}
+
+bool tainted(uintptr_t a, size_t n) {
+    for (const Span& t : g_tainted)
+        if (overlaps(t.lo, t.hi, a, n)) return true;
+    return false;
+}
+
 }  // namespace
+
+void host_access(const void* p, size_t n, bool write, const void* pc) {
+    const char* name = device_name((uintptr_t)p, n);
+    if (!name || g_host_reported) return;  // host memory between the device buffers
+    g_host_reported = true;
+    update_host_window();  // closed for the rest of this launcher call
+    bool block = std::strcmp(name, "a cudaMalloc block") == 0;
+    report_host("the launcher's host code %s %s (device memory) at %s: on a GPU that %s faults; only kernels may "
+                "read and write %s (cudaMemcpy copies between host and device)", write ? "wrote" : "read", name,
+                source_line(pc).c_str(), write ? "write" : "read", block ? "device memory" : "the launch's buffers");
+}
+
+void input_write(const void* p, size_t n, const void* pc) {
+    const uintptr_t a = (uintptr_t)p;
+    for (const Buf& b : g_bufs) {
+        if (b.output || !overlaps(b.lo, b.hi, a, n)) continue;
+        size_t word = (std::max(a, b.lo) - b.lo) / 4;
+        std::string el = b.cols > 0 ? b.name + "[" + std::to_string(word / b.cols) + "][" +
+                                          std::to_string(word % b.cols) + "]"
+                                    : b.name + "[" + std::to_string(word) + "]";
+        report("the kernel wrote to its input %s (%s, at %s, thread %s): inputs are read-only, even when the kernel "
+               "restores them; only the outputs may be written (keep scratch values in registers, shared memory or "
+               "an output)", b.name.c_str(), el.c_str(), source_line(pc).c_str(), thread_name(g_linear).c_str());
+        abandon_thread();
+    }
+}
+
+void atomic_access(const void* p, size_t n, const void* pc) {
+    const uintptr_t a = (uintptr_t)p;
+    if (a - g_host_lo < g_host_span) return host_access(p, n, true, pc);  // an atomic in host code
+    if (a - g_in_lo < g_in_span) input_write(p, n, pc);
+    if (g_race_outputs && a - g_out_lo < g_out_hi - g_out_lo) global_atomic(p, n, pc);
+}
+
+// The kernel file's memcpy, memmove and memset (cuda_emu.h): host code that copies from or into
+// device memory with them is reported as its loads and stores are; a kernel's into an input too.
+static void mem_range(void* d, const void* s, size_t n, const void* pc) {
+    if (!n) return;
+    if (g_host_span) {
+        if (s) host_access(s, n, false, pc);
+        host_access(d, n, true, pc);
+    } else if (g_in_span) {
+        input_write(d, n, pc);
+    }
+}
+
+void* device_malloc(size_t n) {
+    size_t bytes = (n + 255) / 256 * 256 + 256;
+    void* p = std::aligned_alloc(256, bytes);
+    if (p) {
+        g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + bytes});
+        update_host_window();
+    }
+    return p;
+}
+
+void device_free(void* p) {
+    if (!p) return;
+    for (size_t i = 0; i < g_blocks.size(); ++i)
+        if (g_blocks[i].lo == (uintptr_t)p) {
+            const Span b = g_blocks[i];
+            g_blocks.erase(g_blocks.begin() + i);
+            g_tainted.erase(std::remove_if(g_tainted.begin(), g_tainted.end(),
+                                           [&](const Span& t) { return overlaps(b.lo, b.hi, t.lo, t.hi - t.lo); }),
+                            g_tainted.end());
+            update_host_window();
+            break;
+        }
+    std::free(p);
+}
+
+void device_copy(void* d, const void* s, size_t n, int kind, int value, int line) {
+    static const char* const calls[] = {"cudaMemcpy", "cudaMemset", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol"};
+    if (n && g_device) {
+        const uintptr_t a = (uintptr_t)d, src = (uintptr_t)s;
+        const Buf* b = nullptr;
+        device_name(a, n, &b);
+        const std::string at = base_name() + ":" + std::to_string(line);
+        if (b && !b->output)
+            report_host("the launcher wrote to its input %s (%s at %s): inputs are read-only; only the outputs may be "
+                        "written", b->name.c_str(), calls[kind], at.c_str());
+        else if (b && kind != 1 && kind != 3 && !inside_device(src, n))
+            report_host("the launcher copied host memory into %s (%s at %s): the outputs must be computed by kernels "
+                        "(a copy into an output must come from device memory a kernel wrote)", b->name.c_str(),
+                        calls[kind], at.c_str());
+        else if (b && kind != 1 && tainted(src, n))
+            report_host("the launcher copied host memory into %s by way of device memory (%s at %s, from a buffer "
+                        "a host copy filled, with no kernel launched since): the outputs must be computed by kernels",
+                        b->name.c_str(), calls[kind], at.c_str());
+        else if (!b && kind != 1 && (kind == 2 || inside_device(a, n)) &&
+                 (kind == 3 ? tainted(src, n) : !inside_device(src, n) || tainted(src, n)))
+            g_tainted.push_back(Span{a, a + n});  // host data in device memory (or a symbol)
+    }
+    if (kind == 1) std::memset(d, value, n);
+    else std::memmove(d, s, n);
+}
 
 void global_access(const void* p, size_t n, bool write, const void* pc) {
     uintptr_t a = (uintptr_t)p;
     const Output* b = find_output(a);
     if (!b) return;  // an input (the window spans every buffer the profile or this detector watches)
-    std::vector<GShadow>& sh = g_shadow[b - g_outputs.data()];
+    const size_t i = b - g_outputs.data();
+    std::vector<GShadow>& sh = g_shadow[i];
+    const bool atomics = i < g_ashadow.size() && !g_ashadow[i].empty();
     const uint32_t me = block_linear(blockIdx) * (uint32_t)g_launch.nthreads + (uint32_t)g_linear;
     const uint64_t L = g_launch_clock;
     for (size_t w = (a - b->lo) / 4; w <= (a + n - 1 - b->lo) / 4 && w < sh.size(); ++w) {
@@ -107,11 +316,13 @@ void global_access(const void* p, size_t n, bool write, const void* pc) {
         bool wrote = s.w_clock >= L && !ordered(s.w_who, s.w_clock, me);
         if (!write) {
             if (wrote) race(*b, w, "reads", pc, s.w_who, "wrote", s.w_pc, me);
+            if (atomics) check_atomics(*b, w, "reads", pc, me);
             if (s.r_clock < L || s.r_who == me) { s.r_who = me; s.r_clock = g_clock; s.r_pc = pc; }
             else { s.r2_who = me; s.r2_clock = g_clock; s.r2_pc = pc; }
             continue;
         }
         if (s.r_clock >= L && !ordered(s.r_who, s.r_clock, me)) race(*b, w, "writes", pc, s.r_who, "read", s.r_pc, me);
+        if (atomics) check_atomics(*b, w, "writes", pc, me);
         if (s.r2_clock >= L && !ordered(s.r2_who, s.r2_clock, me))
             race(*b, w, "writes", pc, s.r2_who, "read", s.r2_pc, me);
         if (wrote && g_suspects.size() < kMaxSuspects) {
@@ -127,6 +338,13 @@ void globals_new_launch() {
     g_launch_clock = g_clock + 1;  // the first block's interval starts after it
     g_suspects.clear();
     g_race_outputs = (g_flags & 1) && !g_outputs.empty();
+    g_tainted.clear();  // a kernel may overwrite what a host copy put in device memory
+    g_in_launch = true;
+    update_host_window();  // closed: kernels may touch device memory
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (const Buf& b : g_bufs)
+        if (!b.output) lo = std::min(lo, b.lo), hi = std::max(hi, b.hi);
+    if (hi > lo) { g_in_lo = lo; g_in_span = hi - lo; }
 }
 
 void globals_window(uintptr_t& lo, uintptr_t& span) {
@@ -139,6 +357,9 @@ void globals_window(uintptr_t& lo, uintptr_t& span) {
 
 void globals_end_launch() {
     g_race_outputs = false;  // (checks.cpp closes the window at the next launch or block)
+    g_in_lo = g_in_span = 0;
+    g_in_launch = false;
+    update_host_window();
     if (g_abort) return;  // the first error is the one reported
     for (const Suspect& s : g_suspects) {
         uint32_t now;
@@ -155,8 +376,10 @@ void globals_end_launch() {
 
 }  // namespace cuda_emu
 
-// The outputs of the next launcher calls (a subset of cuda_emu_set_buffers' list): flags bit 0
-// marks an output; cols: elements per row (0: one-dimensional), for messages like C[3][17].
+// The buffers of the next launcher calls (cuda_emu_set_buffers' list): flags bit 0 marks an output,
+// bit 1 device memory (every buffer of a CUDA exercise; not for host code, cpu_blocked); cols:
+// elements per row (0: one-dimensional), for messages like C[3][17]. The buffers that are not
+// outputs are the inputs, which no kernel may write. n = 0 forgets them (after the call).
 extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int n, const char* const* names,
                                                                            const unsigned long long* ptrs,
                                                                            const unsigned long long* bytes,
@@ -165,6 +388,15 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
     g_outputs.clear();
     g_out_lo = UINTPTR_MAX;
     g_out_hi = 0;
+    g_bufs.clear();
+    g_device = false;
+    g_host_reported = false;
+    for (int i = 0; i < n; ++i) {
+        if (!bytes[i]) continue;
+        g_bufs.push_back(Buf{(uintptr_t)ptrs[i], (uintptr_t)(ptrs[i] + bytes[i]), names[i], cols[i], (flags[i] & 1) != 0});
+        g_device |= (flags[i] & 2) != 0;
+    }
+    update_host_window();
     for (int i = 0; i < n; ++i) {
         if (!(flags[i] & 1) || !bytes[i]) continue;
         g_outputs.push_back(Output{(uintptr_t)ptrs[i], (uintptr_t)(ptrs[i] + bytes[i]), names[i], cols[i]});
@@ -177,4 +409,17 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
         size_t words = (g_outputs[i].hi - g_outputs[i].lo + 3) / 4;
         if (g_shadow[i].size() < words) g_shadow[i].resize(words);
     }
+}
+
+extern "C" CUDA_EMU_API void* cuda_emu_memcpy(void* d, const void* s, size_t n) noexcept {
+    cuda_emu::mem_range(d, s, n, __builtin_return_address(0));
+    return std::memcpy(d, s, n);
+}
+extern "C" CUDA_EMU_API void* cuda_emu_memmove(void* d, const void* s, size_t n) noexcept {
+    cuda_emu::mem_range(d, s, n, __builtin_return_address(0));
+    return std::memmove(d, s, n);
+}
+extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept {
+    cuda_emu::mem_range(d, nullptr, n, __builtin_return_address(0));
+    return std::memset(d, v, n);
 }

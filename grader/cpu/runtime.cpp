@@ -748,6 +748,16 @@ void report(const char* fmt, ...) {
     g_error = std::string(msg) + ctx;
 }
 
+void report_host(const char* fmt, ...) {
+    if (!g_error.empty()) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    g_error = msg;
+}
+
 void abandon_thread() {
     g_abort = true;
     if (g_cur) yield(true);  // never resumed: the scheduler stops the launch

@@ -1,5 +1,6 @@
 // State shared by runtime.cpp (scheduler) and checks.cpp (race detector, sanitizer hooks).
 #pragma once
+#define CUDA_EMU_RUNTIME 1  // cuda_emu.h: libc's memcpy, memmove and memset here
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +62,16 @@ CUDA_EMU_API void globals_new_launch();   // before checks_new_launch (which ope
 CUDA_EMU_API void globals_window(uintptr_t& lo, uintptr_t& span);  // widens [lo, lo+span) to the outputs
 CUDA_EMU_API void global_access(const void* p, size_t n, bool write, const void* pc);  // ignores non-outputs
 CUDA_EMU_API void globals_end_launch();   // reports two unordered writes of different values
+// Device memory (globals.cpp): the launch's buffers (cuda_emu_set_outputs, flags bit 1) and
+// cudaMalloc's blocks. [g_host_lo, +g_host_span) covers them while no kernel runs (closed during a
+// launch, and after the first report of a launcher call): host code that touches them is reported
+// (host_access). [g_in_lo, +g_in_span) covers the launch's inputs while a kernel runs: a store there
+// is reported (input_write).
+extern CUDA_EMU_API uintptr_t g_host_lo, g_host_span, g_in_lo, g_in_span;
+CUDA_EMU_API void host_access(const void* p, size_t n, bool write, const void* pc);
+CUDA_EMU_API void input_write(const void* p, size_t n, const void* pc);
+// Records an error found in the launcher's host code (no kernel context); the first error stays.
+CUDA_EMU_API void report_host(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked
 // The pipeline primitives (checks.cpp): a new block drops what an abandoned thread left in flight;
 // a thread's exit lands its copies still in flight.

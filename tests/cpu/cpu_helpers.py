@@ -41,8 +41,9 @@ class Lib:
     def configure(self, seed: int, flags: int):
         self.dll.cuda_emu_configure(seed, flags)
 
-    def buffers(self, outputs: dict | None = None, inputs: dict | None = None):
-        """Name the arrays of the next calls as grader.binding does (outputs: race-checked)."""
+    def buffers(self, outputs: dict | None = None, inputs: dict | None = None, device: bool = False):
+        """Name the arrays of the next calls as grader.binding does (outputs: race-checked; inputs: no
+        kernel may write them; device: they are device memory, which host code may not touch)."""
         arrs = {**(inputs or {}), **(outputs or {})}
         n = len(arrs)
         names = (ctypes.c_char_p * n)(*(k.encode() for k in arrs))
@@ -55,7 +56,7 @@ class Lib:
             ptrs,
             sizes,
             (ctypes.c_int * n)(*(a.shape[-1] if a.ndim == 2 else 0 for a in arrs.values())),
-            (ctypes.c_int * n)(*(int(k in (outputs or {})) for k in arrs)),
+            (ctypes.c_int * n)(*(int(k in (outputs or {})) | (2 if device else 0) for k in arrs)),
         )
 
 

@@ -1,0 +1,136 @@
+// Launchers for test_device_memory.py: host code and device memory, copies into outputs and
+// inputs, atomics against plain accesses, stores into inputs. `out` is the output, `in` the input.
+#include <cuda_runtime.h>
+#include <cstring>
+#include <vector>
+
+__global__ void fill(float* out, int n, float v) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = v + i;
+}
+__global__ void copy_in(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i];
+}
+
+// ---- host code and device memory
+extern "C" void host_reads_input(const float* in, float* out, int n) {
+    float s = 0.f;
+    for (int i = 0; i < n; ++i) s += in[i];  // HOST READ
+    fill<<<1, 32>>>(out, n, s);
+}
+extern "C" void host_writes_output(const float* in, float* out, int n) {
+    copy_in<<<1, 32>>>(in, out, n);
+    out[0] = 1.f;  // HOST WRITE
+    out[1] = 2.f;
+}
+extern "C" void host_memcpy_from_input(const float* in, float* out, int n) {
+    std::vector<float> h(n);
+    std::memcpy(h.data(), in, n * sizeof(float));  // HOST MEMCPY
+    fill<<<1, 32>>>(out, n, h[0]);
+}
+extern "C" void host_vector_from_input(const float* in, float* out, int n) {
+    std::vector<float> h(in, in + n);  // libstdc++'s copy: a memmove of device memory
+    fill<<<1, 32>>>(out, n, h[0]);
+}
+extern "C" void host_touches_cudamalloc(const float* in, float* out, int n) {
+    float* d = nullptr;
+    cudaMalloc(&d, n * sizeof(float));
+    copy_in<<<1, 32>>>(in, d, n);
+    float v = d[0];  // HOST READ OF A CUDAMALLOC BLOCK
+    fill<<<1, 32>>>(out, n, v);
+    cudaFree(d);
+}
+extern "C" void host_atomic_on_output(const float* in, float* out, int n) {
+    copy_in<<<1, 32>>>(in, out, n);
+    atomicAdd(&out[0], 1.f);  // HOST ATOMIC
+}
+__constant__ float table[4];
+__global__ void use_table(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * table[i % 4];
+}
+// What a GPU runs: host memory of its own, a table copied to __constant__ memory, a scratch
+// buffer a kernel computes and a device-to-device copy of it into the output, memsets.
+extern "C" void honest_host_code(const float* in, float* out, int n) {
+    std::vector<float> h(4);
+    for (int i = 0; i < 4; ++i) h[i] = 1.f + i;
+    cudaMemcpyToSymbol(table, h.data(), sizeof(float) * 4);
+    float* scratch = nullptr;
+    cudaMalloc(&scratch, n * sizeof(float));
+    cudaMemset(scratch, 0, n * sizeof(float));
+    cudaMemset(out, 0, n * sizeof(float));
+    use_table<<<1, 32>>>(in, scratch, n);
+    cudaMemcpyAsync(out, scratch, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
+    float first = 0.f;
+    cudaMemcpy(&first, out, sizeof first, cudaMemcpyDeviceToHost);  // one word back to the host: fine
+    cudaFree(scratch);
+}
+
+// ---- copies into outputs and inputs
+extern "C" void memcpy_host_into_output(const float* in, float* out, int n) {
+    std::vector<float> h(n, 3.f);
+    cudaMemcpy(out, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);  // HOST COPY INTO OUT
+}
+extern "C" void memcpy_host_by_way_of_scratch(const float* in, float* out, int n) {
+    std::vector<float> h(n, 3.f);
+    float* scratch = nullptr;
+    cudaMalloc(&scratch, n * sizeof(float));
+    cudaMemcpy(scratch, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(out, scratch, n * sizeof(float), cudaMemcpyDeviceToDevice);  // LAUNDERED COPY
+    cudaFree(scratch);
+}
+extern "C" void memset_input(const float* in, float* out, int n) {
+    cudaMemset(const_cast<float*>(in), 0, n * sizeof(float));  // MEMSET INPUT
+    copy_in<<<1, 32>>>(in, out, n);
+}
+
+// ---- atomics and plain accesses of one output word
+__global__ void atomic_then_plain_read(float* out) {
+    if (blockIdx.x == 0) atomicAdd(&out[0], 1.f);  // THE ATOMIC BEFORE THE READ
+    else out[1] = out[0];  // PLAIN READ AFTER ANOTHER BLOCK'S ATOMIC
+}
+extern "C" void atomic_then_plain_read_launch(const float* in, float* out, int n) {
+    atomic_then_plain_read<<<2, 1>>>(out);
+}
+__global__ void store_then_atomic(float* out) {
+    if (blockIdx.x == 0) out[0] = 5.f;  // PLAIN STORE
+    else atomicAdd(&out[0], 2.f);  // ATOMIC AFTER ANOTHER BLOCK'S STORE
+}
+extern "C" void store_then_atomic_launch(const float* in, float* out, int n) {
+    store_then_atomic<<<2, 32>>>(out);
+}
+__global__ void atomics_then_synced_read(float* out) {
+    atomicAdd(&out[0], 1.f);
+    atomicMax((int*)&out[2], (int)threadIdx.x);
+    __syncthreads();
+    if (threadIdx.x == 0) out[1] = out[0];  // ordered after every atomic of its block (the only block)
+}
+__global__ void zero(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 0.f;
+}
+__global__ void add_atomic(float* out) { atomicAdd(&out[threadIdx.x % 4], 1.f); }
+extern "C" void atomics_ok_launch(const float* in, float* out, int n) {
+    zero<<<1, 32>>>(out, n);  // an earlier launch: ordered before the atomics
+    add_atomic<<<3, 32>>>(out);
+    zero<<<1, 32>>>(out, 3);
+    atomics_then_synced_read<<<1, 32>>>(out);
+}
+
+// ---- stores into an input
+__global__ void scribble(const float* in_, float* out, int n) {
+    float* in = const_cast<float*>(in_);
+    int i = threadIdx.x;
+    if (i < n) {
+        float v = in[i];
+        in[i] = 2.f * v;  // STORE INTO INPUT
+        out[i] = in[i];
+        in[i] = v;
+    }
+}
+extern "C" void scribble_launch(const float* in, float* out, int n) { scribble<<<1, 32>>>(in, out, n); }
+__global__ void atomic_into_input(const float* in, float* out) {
+    atomicAdd(const_cast<float*>(&in[3]), 0.f);  // ATOMIC INTO INPUT
+}
+extern "C" void atomic_into_input_launch(const float* in, float* out, int n) { atomic_into_input<<<1, 1>>>(in, out); }

@@ -1,0 +1,149 @@
+"""Device memory on the CPU backend, where it is host memory: host code doing a kernel's work
+(loads and stores of the launch's buffers or of cudaMalloc's blocks, host memory copied into an
+output) passed there and faults or computes nothing on a GPU; a plain store racing with atomics;
+a kernel's store into an input, even one it undoes before returning."""
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+from cpu_helpers import Lib, build, line_of
+from grader import grade
+
+HERE = pathlib.Path(__file__).parent
+SRC = (HERE / "kernels_device.cu").read_text()
+SUBS = HERE.parent / "submissions"
+N = 32
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return Lib(build(SRC, "device"))
+
+
+def call(lib, fn, device=True, inp=None):
+    inp = np.arange(N, dtype=np.float32) + 1 if inp is None else inp
+    out = np.zeros(N, np.float32)
+    lib.buffers(outputs={"out": out}, inputs={"in": inp}, device=device)
+    return lib(fn, inp, out, N), inp, out
+
+
+def at(marker):
+    return f"device.cu:{line_of(SRC, marker)}"
+
+
+@pytest.mark.parametrize(
+    "fn, what, marker",
+    [
+        ("host_reads_input", "read in", "HOST READ"),
+        ("host_writes_output", "wrote out", "HOST WRITE"),
+        ("host_memcpy_from_input", "read in", "HOST MEMCPY"),
+        ("host_touches_cudamalloc", "read a cudaMalloc block", "HOST READ OF A CUDAMALLOC"),
+        ("host_atomic_on_output", "wrote out", "HOST ATOMIC"),
+    ],
+)
+def test_host_code_touching_device_memory_is_reported_with_its_line(lib, fn, what, marker):
+    err, _, _ = call(lib, fn)
+    assert err and err.startswith(f"the launcher's host code {what} (device memory) at {at(marker)}: on a GPU"), err
+    assert "[kernel" not in err  # host code: no kernel's context
+    assert lib.error() is None  # once per call
+
+
+def test_host_code_copying_device_memory_in_library_code_is_reported(lib):
+    err, _, _ = call(lib, "host_vector_from_input")
+    assert err and err.startswith("the launcher's host code read in (device memory) at "), err
+
+
+def test_one_report_per_launcher_call_and_a_fresh_one_for_the_next(lib):
+    assert call(lib, "host_writes_output")[0]
+    err, _, _ = call(lib, "host_reads_input")
+    assert err and "read in" in err, err
+
+
+def test_host_exercise_buffers_are_host_memory(lib):
+    """cpu_blocked's buffers are not device memory: its host code may touch them."""
+    err, inp, out = call(lib, "host_reads_input", device=False)
+    assert err is None and out[0] == inp.sum()
+
+
+def test_honest_host_code_passes(lib):
+    """Host vectors, a table copied to __constant__ memory, cudaMemset of a scratch buffer and of the
+    output, a device-to-device copy of what a kernel computed, one word copied back to the host."""
+    err, inp, out = call(lib, "honest_host_code")
+    assert err is None, err
+    np.testing.assert_array_equal(out, inp * (1 + np.arange(N) % 4))
+
+
+def test_host_memory_copied_into_an_output_is_reported(lib):
+    err, _, out = call(lib, "memcpy_host_into_output")
+    assert err and err.startswith(
+        f"the launcher copied host memory into out (cudaMemcpy at {at('HOST COPY INTO OUT')}): the outputs must be "
+        "computed by kernels"
+    ), err
+    err, _, _ = call(lib, "memcpy_host_by_way_of_scratch")
+    assert err and f"copied host memory into out by way of device memory (cudaMemcpy at {at('LAUNDERED')}" in err
+
+
+def test_a_memset_of_an_input_is_reported(lib):
+    err, _, _ = call(lib, "memset_input")
+    assert err and err.startswith(f"the launcher wrote to its input in (cudaMemset at {at('MEMSET INPUT')})"), err
+
+
+def test_a_plain_read_after_another_blocks_atomic_is_a_race(lib):
+    err, _, _ = call(lib, "atomic_then_plain_read_launch")
+    assert err and "global-memory race on out[0]" in err, err
+    assert re.search(rf"reads it at {at('PLAIN READ AFTER')}, but .* of block \(0,0,0\) atomically updated it at "
+                     rf"{at('THE ATOMIC BEFORE')}\b", err), err
+
+
+def test_an_atomic_after_another_blocks_store_is_a_race(lib):
+    err, _, _ = call(lib, "store_then_atomic_launch")
+    assert err and "global-memory race on out[0]" in err, err
+    assert f"atomically updates it at {at('ATOMIC AFTER')}" in err and f"wrote it at {at('PLAIN STORE')}" in err
+    assert "An atomic orders nothing against a plain load or store" in err
+
+
+def test_atomics_with_atomics_and_ordered_plain_accesses_are_not_races(lib):
+    err, _, out = call(lib, "atomics_ok_launch")
+    assert err is None, err
+    assert out[0] == 32 and out[1] == 32 and out[2].view(np.int32) == 31 and out[3] == 24
+
+
+@pytest.mark.parametrize("fn, marker", [("scribble_launch", "STORE INTO INPUT"), ("atomic_into_input_launch", "ATOMIC INTO INPUT")])
+def test_a_kernels_store_into_an_input_is_reported_even_if_undone(lib, fn, marker):
+    err, inp, _ = call(lib, fn)
+    assert err and err.startswith("the kernel wrote to its input in (in[") and f"at {at(marker)}" in err, err
+    assert "inputs are read-only" in err
+
+
+def test_memcpy_line_is_the_callers_through_a_macro(lib):
+    src = (
+        "#include <cuda_runtime.h>\n#include <vector>\n#define CHECK(x) (void)(x)\n"
+        'extern "C" void f(const float* in, float* out, int n) {\n'
+        "    std::vector<float> h(n);\n"
+        "    CHECK(cudaMemcpyAsync(out, h.data(), n * sizeof(float), cudaMemcpyHostToDevice, 0));\n}\n"
+    )
+    other = Lib(build(src, "memcpy_macro"))
+    err, _, _ = call(other, "f")
+    assert err and "(cudaMemcpy at memcpy_macro.cu:6)" in err, err
+
+
+@pytest.mark.parametrize(
+    "name, exercise, pattern",
+    [
+        ("host_side_gemm.cu", "naive", r"host code read A \(device memory\) at host_side_gemm\.cu:11"),
+        ("host_memcpy_gemm.cu", "naive", r"copied host memory into C \(cudaMemcpy at host_memcpy_gemm\.cu:19\)"),
+        ("splitk_store_then_atomic.cu", "naive", r"global-memory race on C\[.*atomically updates"),
+        ("input_scratch_restore.cu", "naive", r"the kernel wrote to its input A \(A\["),
+    ],
+)
+def test_submissions_fail_on_the_cpu_backend(name, exercise, pattern):
+    r = grade.grade(exercise, str(SUBS / name), backend="cpu", seed=1, scan=False)
+    assert not r.passed and not r.correct and re.search(pattern, r.message), r.message
+
+
+def test_split_k_zeroed_with_memset_then_atomics_passes():
+    r = grade.grade("naive", str(SUBS / "good_splitk_atomic.cu"), backend="cpu", seed=1, scan=False)
+    assert r.passed, r.message
