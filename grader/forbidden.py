@@ -135,7 +135,7 @@ _LIBRARIES = [
     (re.compile(r"\btorch\b|\bATen\b|\bat\s*::|\bc10\s*::"), "torch calls are not allowed in a kernel file"),
     # the CPU backend's own state (which blocks the access profile records, the race detector's flags)
     (
-        re.compile(r"\bcuda_emu\w*|\b_*(tsan|ubsan|asan|sanitizer)_\w+"),
+        re.compile(r"\bcuda_emu\w*|\b_*(tsan|ubsan|asan|sanitizer)_\w+", re.I),
         "the CPU backend's internals (its race detector and access profile) are not yours to read or change",
     ),
 ]

@@ -176,7 +176,7 @@ def grade(
     if timed and on_host:
         try:
             request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
-        except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef CUDA_EMU)
+        except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef __CUDACC__)
             res.message = str(e)
             return res
         except CompileError as e:

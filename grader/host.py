@@ -59,7 +59,7 @@ def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: floa
         # .cpp: g++ reads the file as C++ whatever the learner called it
         (work / "kernel.cpp").write_text(toolchain._with_prelude(source, exercise, filename))
         # compile, check what the object calls (grader.linkcheck: this build is timed in the worker, and
-        # `#ifndef CUDA_EMU` could hide a call from the checked CPU-backend build), then link
+        # `#ifndef __CUDACC__` could hide a call from the checked CPU-backend build), then link
         deadline = time.monotonic() + timeout
 
         def run(cmd: list[str]) -> None:

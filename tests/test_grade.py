@@ -88,6 +88,14 @@ CPU_EXPECT = {
         False,  # first wrong at a K > 128
         r"^wrong results on \d+ of \d+ inputs.\nC: .* at shape \d+x\d+x(1[3-9]\d|[2-9]\d\d|\d{4})\b",
     ),
+    # backend detection: the CPU backend defines nvcc's macros and none of its own
+    "backend_detect_nvcc.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
+    "backend_detect_emu.cu": (
+        False,
+        False,
+        False,
+        r"^forbidden: .*\n.*backend_detect_emu\.cu:\d+: CUDA_EMU: the CPU backend's",
+    ),
     "row_cache_512.cu": (
         True,
         False,

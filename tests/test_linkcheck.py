@@ -221,11 +221,11 @@ def test_the_cpu_backends_internals_are_refused(build):
 
 def test_the_timed_host_build_is_checked_too():
     """cpu_blocked is graded for correctness on the CPU backend, but timed from a separate g++ -O3 build
-    (grader.host), where `#ifndef CUDA_EMU` hides a call from the checked CPU-backend build."""
+    (grader.host), where `#ifndef __CUDACC__` hides a call from the checked CPU-backend build (which defines it, as nvcc does)."""
     from grader import grade
 
     src = (
-        (ROOT / "kernels" / "00_cpu_naive.cu").read_text() + '\n#ifndef CUDA_EMU\nextern "C" int mkdir(const char*, '
+        (ROOT / "kernels" / "00_cpu_naive.cu").read_text() + '\n#ifndef __CUDACC__\nextern "C" int mkdir(const char*, '
         'unsigned);\nint made_a_directory(int m) { return m == -12345 ? mkdir("/nonexistent/x", 0700) : 0; }\n#endif\n'
     )
     r = grade.grade("cpu_blocked", src)

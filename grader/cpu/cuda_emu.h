@@ -44,9 +44,16 @@ extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept
 // __noinline__ is rewritten in the kernel file (rewrite.py): a macro of that name breaks libstdc++
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))  // GNU form: allowed among decl-specifiers
+// The macros nvcc defines (version 13.0, the course's), so that a file cannot tell the backends apart by
+// them; the backend defines no macro of its own (a file must not be able to tell it from nvcc).
 #define __CUDACC__ 1
-// __CUDA_ARCH__ stays undefined, as in nvcc's host pass: device-only paths take their fallback.
-#define CUDA_EMU 1
+#define __NVCC__ 1
+#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MINOR__ 0
+#define __CUDACC_VER_BUILD__ 48
+#define CUDART_VERSION 13000
+// __CUDA_ARCH__ stays undefined, as in nvcc's host pass: a branch on `__CUDA_ARCH__ >= N` takes its
+// fallback; a branch on whether it is defined cannot be graded here (rewrite.py).
 
 // ---- built-in vector types ----------------------------------------------------
 struct uint3 { unsigned x, y, z; };

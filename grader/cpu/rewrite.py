@@ -207,7 +207,24 @@ _CG_SUPPORTED = (
 )
 
 
+# nvcc compiles a file twice: a kernel's body in the device pass (__CUDA_ARCH__ defined), the launchers in
+# the host pass. This backend compiles once, as the host pass, so a branch on whether __CUDA_ARCH__ is
+# defined would run here the code that a GPU never runs. A comparison (`__CUDA_ARCH__ >= 800`) is an
+# architecture's fast path with a fallback, which is what runs here.
+_ARCH_BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:ifdef|ifndef|if|elif)\b(.*\b__CUDA_ARCH__\b.*)$", re.M)
+_ARCH_COMPARED = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|[!=]=)\s*\d|\d\s*(?:[<>]=?|[!=]=)\s*__CUDA_ARCH__")
+
+
 def _check_unsupported(code: str, src: str):
+    for m in _ARCH_BRANCH.finditer(code):
+        if not _ARCH_COMPARED.search(m.group(1)):
+            raise UnsupportedConstruct(
+                _line_of(code, m.start()),
+                "a branch on whether __CUDA_ARCH__ is defined cannot be graded on the CPU backend: nvcc compiles a "
+                "kernel's body only with it defined (the device pass), this backend only without it, so the two "
+                "would run different code (to grade it here, branch on a version instead: with "
+                "#if __CUDA_ARCH__ >= 800 the CPU backend runs the fallback)",
+            )
     code = _device_only_blanked(code)
     for m in re.finditer(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", src, re.M):
         if _CG_INCLUDE.match(m.group(0)):

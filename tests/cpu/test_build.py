@@ -96,6 +96,32 @@ def test_unsupported_construct_could_not_be_graded_with_its_line(snippet, words)
 
 
 @pytest.mark.parametrize(
+    "test,runs",
+    [
+        ("#ifndef __CUDA_ARCH__", None),
+        ("#ifdef __CUDA_ARCH__", None),
+        ("#if defined(__CUDA_ARCH__)", None),
+        ("#if !defined(__CUDA_ARCH__) || FAST", None),
+        ("#if __CUDA_ARCH__", None),
+        ("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800", "fallback"),  # a version: the fallback runs here
+        ("#if __CUDA_ARCH__ < 700", "branch"),  # undefined is 0 here, as in nvcc's host pass
+    ],
+)
+def test_a_branch_on_whether_cuda_arch_is_defined_could_not_be_graded(test, runs):
+    """nvcc compiles a kernel's body with __CUDA_ARCH__ defined; the CPU backend, like nvcc's host pass,
+    without: code that asks whether it is defined would be graded on the path a GPU never runs."""
+    body = f"\n{test}\n        acc = 1.f;\n#else\n        acc = 2.f;\n#endif\n"
+    src = NAIVE.replace("float acc = 0.f;", "float acc = 0.f;" + body)
+    if runs is None:
+        with pytest.raises(NotOnCpu) as e:
+            build(src, "arch")
+        msg = str(e.value)
+        assert "whether __CUDA_ARCH__ is defined" in msg and f"arch.cu:{line_of(src, test)}:" in msg, msg
+    else:
+        assert build(src, "arch").exists()
+
+
+@pytest.mark.parametrize(
     "snippet", ["float v = __syncthread();", "float v = cudaMallocc(0);", "kern<<<1, 2, 3, 4, 5>>>(0);"]
 )
 def test_a_typo_or_bad_launch_is_still_a_compile_error(snippet):
