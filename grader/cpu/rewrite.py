@@ -73,7 +73,7 @@ _UNSUPPORTED_TOKENS = {
     r"\b__nanosleep\b": "__nanosleep (a spin-wait on other blocks would never end: blocks run one after another)",
     r"\b__(shfl|shfl_up|shfl_down|shfl_xor|ballot|any|all)\s*\(": "the pre-CUDA-9 warp intrinsics without _sync "
     "(use __shfl_sync(0xffffffff, ...) and friends)",
-    r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEvent\w+": "this runtime API call (streams, events, managed or pinned memory)",
+    r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEventCreateFromEGLSync\b|\bcudaIpc\w*": "this runtime API call (streams, managed or pinned memory)",
     r"\bcudaLaunchKernel\w*\b": "cudaLaunchKernel (launch with kernel<<<grid, block, shared, stream>>>(...))",
 }
 _BARRIER = re.compile(
