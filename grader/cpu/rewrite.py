@@ -172,31 +172,57 @@ class _Edits:
         return "".join(out)
 
 
+def _arch_condition(kind: str, rest: str) -> bool | None:
+    """The value of an `#if/#ifdef/#ifndef/#elif` line that tests __CUDA_ARCH__, as this backend's
+    preprocessor sees it (undefined, so 0); None when the line holds anything else to evaluate."""
+    if kind in ("ifdef", "ifndef"):
+        return kind == "ifndef"
+    expr = re.sub(r"defined\s*\(\s*__CUDA_ARCH__\s*\)|defined\s+__CUDA_ARCH__|\b__CUDA_ARCH__\b", "0", rest)
+    expr = re.sub(r"//.*|/\*.*?\*/", "", expr).strip()
+    if not re.fullmatch(r"[\d\s()<>=!&|]+", expr):
+        return None
+    expr = expr.replace("&&", " and ").replace("||", " or ")
+    expr = re.sub(r"!(?!=)", " not ", expr)
+    try:
+        return bool(eval(expr, {"__builtins__": {}}, {}))  # digits, comparisons and and/or/not only
+    except Exception:
+        return None
+
+
 def _device_only_blanked(code: str) -> str:
-    """code with the lines of `#if ... __CUDA_ARCH__` branches blanked: they are not compiled here."""
+    """code with the `#if ... __CUDA_ARCH__` branches this backend does not compile blanked (it compiles
+    as nvcc's host pass: __CUDA_ARCH__ undefined), so that what is refused is what would run here."""
     lines = code.split("\n")
-    depth, skip_at = 0, None  # nesting depth, and the depth of the branch being skipped
+    # one frame per open #if that tests __CUDA_ARCH__: [depth, whether the live branch is taken already,
+    # whether the current branch is blanked]
+    stack: list[list] = []
+    depth = 0
     for i, line in enumerate(lines):
-        d = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b", line)
+        d = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", line)
         if d:
-            kind = d.group(1)
+            kind, rest = d.group(1), d.group(2)
+            top = stack[-1] if stack and stack[-1][0] == depth else None
             if kind.startswith("if"):
                 depth += 1
-                if (
-                    skip_at is None
-                    and "__CUDA_ARCH__" in line
-                    and not re.search(r"!\s*defined", line)
-                    and kind != "ifndef"
-                ):
-                    skip_at = depth
-            elif kind in ("else", "elif") and skip_at == depth:
-                skip_at = None
+                if "__CUDA_ARCH__" in rest and not (stack and stack[-1][2]):
+                    value = _arch_condition(kind, rest)
+                    if value is None:  # not ours to evaluate: the old reading (a device-only branch)
+                        value = bool(re.search(r"!\s*defined", rest)) or kind == "ifndef"
+                    stack.append([depth, value, not value])
+            elif kind == "elif" and top is not None:
+                value = _arch_condition("if", rest)
+                taken = top[1]
+                top[2] = taken or value is False
+                top[1] = taken or bool(value)
+            elif kind == "else" and top is not None:
+                top[2] = top[1]
+                top[1] = True
             elif kind == "endif":
-                if skip_at == depth:
-                    skip_at = None
+                if top is not None:
+                    stack.pop()
                 depth -= 1
             continue
-        if skip_at is not None:
+        if any(frame[2] for frame in stack):
             lines[i] = " " * len(line)
     return "\n".join(lines)
 
@@ -212,12 +238,22 @@ _CG_SUPPORTED = (
 # defined would run here the code that a GPU never runs. A comparison (`__CUDA_ARCH__ >= 800`) is an
 # architecture's fast path with a fallback, which is what runs here.
 _ARCH_BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:ifdef|ifndef|if|elif)\b(.*\b__CUDA_ARCH__\b.*)$", re.M)
-_ARCH_COMPARED = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|[!=]=)\s*\d|\d\s*(?:[<>]=?|[!=]=)\s*__CUDA_ARCH__")
+_ARCH_COMPARED = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|[!=]=)\s*(\d+)|(\d+)\s*(?:[<>]=?|[!=]=)\s*__CUDA_ARCH__")
+LOWEST_ARCH = 750  # nvcc 13's lowest target (sm_75): a comparison with a number up to it is a test of "defined"
+
+
+def _arch_version_test(condition: str) -> bool:
+    """Whether every comparison of __CUDA_ARCH__ in `condition` is with an architecture past LOWEST_ARCH
+    (then this backend runs the branch of an older GPU); False for a bare test of whether it is defined."""
+    found = [int(a or b) for a, b in _ARCH_COMPARED.findall(condition)]
+    bare = re.sub(_ARCH_COMPARED, "", condition)
+    bare = re.sub(r"defined\s*\(\s*__CUDA_ARCH__\s*\)\s*&&", "", bare)  # `defined(X) && X >= 800` is a version
+    return bool(found) and all(n > LOWEST_ARCH for n in found) and "__CUDA_ARCH__" not in bare
 
 
 def _check_unsupported(code: str, src: str):
     for m in _ARCH_BRANCH.finditer(code):
-        if not _ARCH_COMPARED.search(m.group(1)):
+        if not _arch_version_test(m.group(1)):
             raise UnsupportedConstruct(
                 _line_of(code, m.start()),
                 "a branch on whether __CUDA_ARCH__ is defined cannot be graded on the CPU backend: nvcc compiles a "

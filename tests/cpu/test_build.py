@@ -104,7 +104,10 @@ def test_unsupported_construct_could_not_be_graded_with_its_line(snippet, words)
         ("#if !defined(__CUDA_ARCH__) || FAST", None),
         ("#if __CUDA_ARCH__", None),
         ("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800", "fallback"),  # a version: the fallback runs here
-        ("#if __CUDA_ARCH__ < 700", "branch"),  # undefined is 0 here, as in nvcc's host pass
+        ("#if __CUDA_ARCH__ < 800", "branch"),  # undefined is 0 here, as in nvcc's host pass: sm_75's branch
+        # no GPU nvcc 13 targets (sm_75 and up) has __CUDA_ARCH__ < 700 or takes >= 1's else: "defined" in disguise
+        ("#if __CUDA_ARCH__ < 700", None),
+        ("#if __CUDA_ARCH__ >= 1", None),
     ],
 )
 def test_a_branch_on_whether_cuda_arch_is_defined_could_not_be_graded(test, runs):
@@ -224,3 +227,13 @@ def test_check_says_could_not_grade_with_exit_2_for_a_construct_the_backend_lack
     assert main(["check", "naive", str(f), "--backend", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "could not grade on the CPU backend" in err and f"mine.cu:{line_of(src, 'membar')}:" in err, err
+
+
+def test_the_branch_that_compiles_here_is_the_one_scanned():
+    """`#if __CUDA_ARCH__ < 800` holds the fallback and `#else` the sm_80 asm: this backend compiles the
+    fallback, so the asm in the other branch is no reason to refuse the file (it was refused)."""
+    body = '\n#if __CUDA_ARCH__ < 800\n        acc = 1.f;\n#else\n        asm volatile("membar.gl;");\n#endif\n'
+    assert build(NAIVE.replace("float acc = 0.f;", "float acc = 0.f;" + body), "arch_else").exists()
+    flipped = '\n#if __CUDA_ARCH__ >= 800\n        acc = 1.f;\n#else\n        asm volatile("membar.gl;");\n#endif\n'
+    with pytest.raises(NotOnCpu):  # here the asm is what compiles
+        build(NAIVE.replace("float acc = 0.f;", "float acc = 0.f;" + flipped), "arch_else2")
