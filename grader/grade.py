@@ -240,6 +240,12 @@ def grade(
             res.profile = beside.result()
     elif res.correct and request.get("profile"):
         _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
+        if not res.passed and profile.NO_GLOBAL_LOADS in res.message and res.profile and res.profile.get("sampled"):
+            # the sampled blocks did nothing (a persistent kernel whose first block took every tile off a
+            # queue): count every block before saying no kernel did the work
+            again = _profile_run(exercise, source, filename, ex, compile_timeout, timeout, blocks="all")
+            if again is not None:
+                _verdict_access(res, ex, again, 0, build.path, filename)
     elif res.correct and step is not None:
         res.passed = True
         res.message = (
@@ -294,6 +300,29 @@ def _profile_beside(
 ) -> dict | None:
     """On a GPU: the CPU backend's access profile of the same file, reported beside the timing
     (in a child like every run of a submission); None when it cannot be had."""
+    run = _profile_run(exercise, source, filename, ex, compile_timeout, timeout)
+    if run is None:
+        return None
+    raw = next((m["profile"] for m, _ in run.messages if "profile" in m), None)
+    try:
+        lib = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
+        prof, _ = profile.judge(exercise, ex.profile_shape, raw, lib.path, filename)
+    except GraderError:
+        return None
+    return prof.as_dict() if prof else None
+
+
+def _profile_run(
+    exercise: str,
+    source: str,
+    filename: str,
+    ex: exercises.Exercise,
+    compile_timeout: float | None,
+    timeout: float | None,
+    blocks: str = "sample",
+) -> sandbox.ChildRun | None:
+    """One counted run of the file on the CPU backend at the exercise's profile shape, on fresh inputs
+    (case 0), in a child; None when it cannot be had."""
     try:
         build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
         case = checks.make_case(exercise, ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62)))
@@ -302,13 +331,10 @@ def _profile_beside(
             "exercise": exercise,
             "backend": "cpu",
             "schedules": [0],
-            "profile": profile.grading_request(exercise, 0, secrets.randbits(62)),
+            "profile": profile.grading_request(exercise, 0, secrets.randbits(62), blocks=blocks),
         }
         wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
-        run = sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
-        raw = next((m["profile"] for m, _ in run.messages if "profile" in m), None)
-        prof, _ = profile.judge(exercise, ex.profile_shape, raw, build.path, filename)
-        return prof.as_dict() if prof else None
+        return sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
     except GraderError:
         return None
 

@@ -591,10 +591,11 @@ EVIDENCE_NONE = "correctness only"
 EVIDENCE_HOST = "timed on CPU (host code)"  # cpu_blocked: plain C++, timed on any machine
 
 
-def grading_request(exercise: str, case: int, seed: int) -> dict:
+def grading_request(exercise: str, case: int, seed: int, blocks: str = "sample") -> dict:
     """What the worker needs to count one grading case's first run (grader/worker.py): the blocks
-    are sampled from `seed`, which the parent draws secretly, edge blocks always included."""
-    return {"case": case, "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET}
+    are sampled from `seed`, which the parent draws secretly, edge blocks always included
+    (blocks="all": every block)."""
+    return {"case": case, "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET, "blocks": blocks}
 
 
 def schedules(req: dict, case: int) -> list[int]:
@@ -611,7 +612,13 @@ def counting(req: dict, case: int, schedule: int, mod) -> bool:
     spec = req.get("profile")
     if not spec or case != spec["case"] or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
         return False
-    configure(mod, "sample", spec["seed"], budget=spec.get("budget", DEFAULT_BUDGET))
+    blocks = spec.get("blocks", "sample")
+    configure(
+        mod,
+        blocks if blocks in ("sample", "all") else "sample",
+        spec["seed"],
+        budget=spec.get("budget", DEFAULT_BUDGET),
+    )
     return True
 
 

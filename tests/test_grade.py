@@ -32,6 +32,7 @@ HANG_TIMEOUT_S = 6.0
 CPU_EXPECT = {
     "good_naive.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
     "good_reversed_k.cu": (True, True, True, r"^correct on every shape"),
+    "good_persistent_queue.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
     "good_tiled_comment_mentions_cublas.cu": (True, True, True, r"^correct on every shape"),
     "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
     "transposed_operand.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
