@@ -1,0 +1,52 @@
+"""Verdicts the CPU backend still gets wrong: submissions from a red team (2026-12-01) that the grader has
+no defence for yet, each marked xfail(strict=True) with the verdict it should give. A fix makes its test
+pass, which fails the run (strict): then drop the mark and move the file to tests/submissions/.
+
+On a GPU most of these are judged right (a kernel that reads a host global does not compile with nvcc;
+host work and uncoalesced loads are too slow), so they run on the CPU backend only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+GAPS = Path(__file__).resolve().parent / "known_gaps"
+
+# file -> (exercise, should it pass?, what the CPU backend misses)
+CASES = {
+    "a04_host_global_in_kernel.cu": (
+        "naive",
+        False,
+        "a kernel reading a plain host global (nvcc: undefined in device code)",
+    ),
+    "a06_scratch_plain_splitk.cu": ("naive", False, "a race on a cudaMalloc scratch buffer (only outputs are watched)"),
+    "a07_block_order_scratch.cu": ("naive", False, "a kernel relying on block (0,0) running first, through scratch"),
+    "a08_atomicexch_then_add.cu": ("naive", False, "atomicExch and atomicAdd on a word do not commute"),
+    "a11_profile_padding_uncoalesced.cu": ("naive", False, "broadcast loads dilute sectors_over_ideal_ld"),
+    "a12_mask_and_reads_output.cu": ("relu_mask", False, "an output read before it is written (one poison value)"),
+    "a13_host_compute_kernel_copy.cu": ("naive", False, "host work copied to C by a kernel (no taint through kernels)"),
+    "a15b_gemm_relu_device_array_copy_loads.cu": ("gemm_relu", False, "host code writing __device__ arrays"),
+    "a17_block0_does_all_uncoalesced.cu": ("naive", False, "all the work in one block the sample misses"),
+    "b11_serial_splitk_semaphore.cu": ("naive", True, "slices ordered by an atomic flag and __threadfence"),
+    "b09_memcpy2d_pitched_scratch.cu": ("naive", True, "cudaMemcpy2DAsync (could not grade: not in the backend)"),
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=CASES[n][2]))
+        for n in sorted(CASES)
+    ],
+)
+def test_known_gap(name):
+    from grader import grade
+    from grader.errors import CannotGrade
+
+    exercise, should_pass, _ = CASES[name]
+    try:
+        passed = grade.grade(exercise, GAPS / name, backend="cpu", seed=1234).passed
+    except CannotGrade:  # exit 2
+        passed = None
+    assert (passed is True) == should_pass, f"{name}: {'passed' if passed else 'failed or could not grade'}"
