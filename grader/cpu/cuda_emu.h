@@ -107,7 +107,9 @@ CUDA_EMU_API int device_attribute(int attr, int* value);  // cudaDeviceGetAttrib
 CUDA_EMU_API void trap(int line, const char* what);
 // Atomics tell the output race detector (globals.cpp) what they touch: an atomic against a plain
 // load or store of the same word by an unordered thread is a race; two atomics are not.
-CUDA_EMU_API void atomic_access(const void* p, size_t n, const void* pc);
+// op: 1 add/sub, 2 exch, 3 min, 4 max, 5 or, 6 and, 7 xor; 0 cas/inc/dec (locks, queues: never a conflict).
+// Two unordered atomics of different ops (1-7) on a word do not commute: a race too.
+CUDA_EMU_API void atomic_access(const void* p, size_t n, const void* pc, int op = 0);
 // The emulated GPU's memory calls (globals.cpp): cudaMalloc's blocks are device memory (host code
 // that touches them is reported, as on a GPU it faults); a copy of host memory into an output, and
 // a copy or memset into an input, are reported with the caller's line. kind: 0 memcpy, 1 memset,
@@ -286,18 +288,18 @@ static inline long long clock64() { return (long long)std::clock(); }
 
 // ---- atomics: a fiber never switches inside one, so plain RMW is atomic -----------
 // CUDA_EMU_AT: the output race detector sees the atomic (the return address names the caller's line).
-#define CUDA_EMU_AT(p) ::cuda_emu::atomic_access((p), sizeof *(p), __builtin_return_address(0))
+#define CUDA_EMU_AT(p, op) ::cuda_emu::atomic_access((p), sizeof *(p), __builtin_return_address(0), (op))
 #define CUDA_EMU_ATOMICS(T)                                                                       \
-    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o + v; return o; }     \
-    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o - v; return o; }     \
-    CUDA_EMU_ATOMIC T atomicExch(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = v; return o; }        \
-    CUDA_EMU_ATOMIC T atomicMin(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = v < o ? v : o; return o; } \
-    CUDA_EMU_ATOMIC T atomicMax(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o < v ? v : o; return o; } \
-    CUDA_EMU_ATOMIC T atomicCAS(T* p, T c, T v) { CUDA_EMU_AT(p); T o = *p; if (o == c) *p = v; return o; }
+    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { CUDA_EMU_AT(p, 1); T o = *p; *p = o + v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { CUDA_EMU_AT(p, 1); T o = *p; *p = o - v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicExch(T* p, T v) { CUDA_EMU_AT(p, 2); T o = *p; *p = v; return o; }        \
+    CUDA_EMU_ATOMIC T atomicMin(T* p, T v) { CUDA_EMU_AT(p, 3); T o = *p; *p = v < o ? v : o; return o; } \
+    CUDA_EMU_ATOMIC T atomicMax(T* p, T v) { CUDA_EMU_AT(p, 4); T o = *p; *p = o < v ? v : o; return o; } \
+    CUDA_EMU_ATOMIC T atomicCAS(T* p, T c, T v) { CUDA_EMU_AT(p, 0); T o = *p; if (o == c) *p = v; return o; }
 #define CUDA_EMU_BIT_ATOMICS(T)                                                                   \
-    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o | v; return o; }      \
-    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o & v; return o; }     \
-    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { CUDA_EMU_AT(p); T o = *p; *p = o ^ v; return o; }
+    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { CUDA_EMU_AT(p, 5); T o = *p; *p = o | v; return o; }      \
+    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { CUDA_EMU_AT(p, 6); T o = *p; *p = o & v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { CUDA_EMU_AT(p, 7); T o = *p; *p = o ^ v; return o; }
 CUDA_EMU_ATOMICS(int)
 CUDA_EMU_ATOMICS(unsigned)
 CUDA_EMU_ATOMICS(unsigned long long)
@@ -305,14 +307,14 @@ CUDA_EMU_ATOMICS(long long)
 CUDA_EMU_BIT_ATOMICS(int)
 CUDA_EMU_BIT_ATOMICS(unsigned)
 CUDA_EMU_BIT_ATOMICS(unsigned long long)
-CUDA_EMU_ATOMIC float atomicAdd(float* p, float v) { CUDA_EMU_AT(p); float o = *p; *p = o + v; return o; }
-CUDA_EMU_ATOMIC double atomicAdd(double* p, double v) { CUDA_EMU_AT(p); double o = *p; *p = o + v; return o; }
-CUDA_EMU_ATOMIC float atomicExch(float* p, float v) { CUDA_EMU_AT(p); float o = *p; *p = v; return o; }
+CUDA_EMU_ATOMIC float atomicAdd(float* p, float v) { CUDA_EMU_AT(p, 1); float o = *p; *p = o + v; return o; }
+CUDA_EMU_ATOMIC double atomicAdd(double* p, double v) { CUDA_EMU_AT(p, 1); double o = *p; *p = o + v; return o; }
+CUDA_EMU_ATOMIC float atomicExch(float* p, float v) { CUDA_EMU_AT(p, 2); float o = *p; *p = v; return o; }
 CUDA_EMU_ATOMIC unsigned atomicInc(unsigned* p, unsigned v) {
-    CUDA_EMU_AT(p); unsigned o = *p; *p = o >= v ? 0 : o + 1; return o;
+    CUDA_EMU_AT(p, 0); unsigned o = *p; *p = o >= v ? 0 : o + 1; return o;
 }
 CUDA_EMU_ATOMIC unsigned atomicDec(unsigned* p, unsigned v) {
-    CUDA_EMU_AT(p); unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o;
+    CUDA_EMU_AT(p, 0); unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o;
 }
 #undef CUDA_EMU_ATOMICS
 #undef CUDA_EMU_BIT_ATOMICS

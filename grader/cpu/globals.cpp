@@ -10,9 +10,10 @@
 // one another thread read, with nothing ordering the two (threads of different blocks never are;
 // within a block a __syncthreads() or a warp sync of both lanes), is a race. Two writes of
 // different values are one too (checked when the launch ends: equal values are harmless).
-// Atomics (cuda_emu.h calls atomic_access) are atomic accesses: two atomics never race, but an
-// atomic and a plain load or store of the same word by unordered threads do (a split-K whose
-// first slice stores and the others atomicAdd is right only if the store comes first).
+// Atomics (cuda_emu.h calls atomic_access) are atomic accesses: an atomic and a plain load or store of
+// the same word by unordered threads race (a split-K whose first slice stores and the others atomicAdd is
+// right only if the store comes first), and so do two atomics of kinds that do not commute (an atomicExch
+// and an atomicAdd); atomics of one kind, and CAS/Inc/Dec (locks, queues), do not.
 //
 // Device memory: on a GPU the launch's buffers and cudaMalloc's blocks are device memory, which
 // host code cannot touch (it faults); here they are host memory. So while no kernel runs, the
@@ -59,7 +60,15 @@ struct AShadow {  // one per 4-byte word of an output that an atomic touched: th
     uint64_t clock = 0, clock2 = 0;
     uint32_t who = 0, who2 = 0;
     const void *pc = nullptr, *pc2 = nullptr;
+    uint8_t op = 0, op2 = 0;  // cuda_emu.h's atomic_access op of each
 };
+
+const char* op_name(int op) {
+    static const char* const names[] = {"atomicCAS/Inc/Dec", "atomicAdd", "atomicExch", "atomicMin",
+                                        "atomicMax", "atomicOr", "atomicAnd", "atomicXor"};
+    return op >= 0 && op < 8 ? names[op] : "an atomic";
+}
+bool conflicts(int a, int b) { return a != b && a != 0 && b != 0; }  // do not commute (CAS & co.: locks)
 
 std::vector<std::vector<GShadow>> g_shadow;  // per buffer (kept between calls: clocks tell stale entries)
 std::vector<std::vector<AShadow>> g_ashadow;  // per buffer, allocated at its first atomic
@@ -94,15 +103,17 @@ bool ordered(uint32_t who, uint64_t clock, uint32_t me) {
 }
 
 [[noreturn]] void race(const Output& b, size_t word, const char* what_me, const void* pc, uint32_t other,
-                       const char* what_other, const void* opc, uint32_t me, bool atomic = false) {
+                       const char* what_other, const void* opc, uint32_t me, bool atomic = false,
+                       const char* advice = nullptr) {
     report("global-memory race on %s: %s %s it at %s, but %s %s it at %s in the same launch, and nothing orders "
            "the two (threads of different blocks never are; in a block only __syncthreads() is). %s",
            element(b, word).c_str(), who_name(me).c_str(), what_me, source_line(pc).c_str(),
            who_name(other).c_str(), what_other, source_line(opc).c_str(),
-           atomic ? "An atomic orders nothing against a plain load or store: on a GPU either may come first. Make "
-                    "every access to it in the launch atomic (zero it before the launch with cudaMemset, or in an "
-                    "earlier kernel)"
-                  : "On a GPU one update is lost: use atomicAdd, or give every element one thread that writes it");
+           advice ? advice
+           : atomic ? "An atomic orders nothing against a plain load or store: on a GPU either may come first. Make "
+                      "every access to it in the launch atomic (zero it before the launch with cudaMemset, or in an "
+                      "earlier kernel)"
+                    : "On a GPU one update is lost: use atomicAdd, or give every element one thread that writes it");
     abandon_thread();
     __builtin_unreachable();
 }
@@ -125,7 +136,7 @@ void check_atomics(const Output& b, size_t w, const char* what_me, const void* p
         race(b, w, what_me, pc, t.who2, "atomically updated", t.pc2, me, true);
 }
 
-void global_atomic(const void* p, size_t n, const void* pc) {
+void global_atomic(const void* p, size_t n, const void* pc, int op) {
     uintptr_t a = (uintptr_t)p;
     const Output* b = find_output(a);
     if (!b) return;
@@ -143,8 +154,20 @@ void global_atomic(const void* p, size_t n, const void* pc) {
         if (s.r_clock >= L && !ordered(s.r_who, s.r_clock, me)) race(*b, w, what, pc, s.r_who, "read", s.r_pc, me, true);
         if (s.r2_clock >= L && !ordered(s.r2_who, s.r2_clock, me)) race(*b, w, what, pc, s.r2_who, "read", s.r2_pc, me, true);
         AShadow& t = ash[w];
-        if (t.clock < L || t.who == me) { t.who = me; t.clock = g_clock; t.pc = pc; }
-        else { t.who2 = me; t.clock2 = g_clock; t.pc2 = pc; }
+        static const char* const kOrder = "Atomics of different kinds on one word do not commute (an exchange "
+            "then an add is not an add then an exchange), and nothing orders them: on a GPU either may come first. "
+            "Set the word before the launch (cudaMemset, or an earlier kernel) and use one kind of atomic on it";
+        char what_other[64];
+        if (t.clock >= L && conflicts(op, t.op) && !ordered(t.who, t.clock, me)) {
+            std::snprintf(what_other, sizeof what_other, "updated (%s)", op_name(t.op));
+            race(*b, w, op == 2 ? "exchanges" : "atomically updates", pc, t.who, what_other, t.pc, me, true, kOrder);
+        }
+        if (t.clock2 >= L && conflicts(op, t.op2) && !ordered(t.who2, t.clock2, me)) {
+            std::snprintf(what_other, sizeof what_other, "updated (%s)", op_name(t.op2));
+            race(*b, w, op == 2 ? "exchanges" : "atomically updates", pc, t.who2, what_other, t.pc2, me, true, kOrder);
+        }
+        if (t.clock < L || t.who == me) { t.who = me; t.clock = g_clock; t.pc = pc; t.op = (uint8_t)op; }
+        else { t.who2 = me; t.clock2 = g_clock; t.pc2 = pc; t.op2 = (uint8_t)op; }
     }
 }
 
@@ -232,11 +255,11 @@ void input_write(const void* p, size_t n, const void* pc) {
     }
 }
 
-void atomic_access(const void* p, size_t n, const void* pc) {
+void atomic_access(const void* p, size_t n, const void* pc, int op) {
     const uintptr_t a = (uintptr_t)p;
     if (a - g_host_lo < g_host_span) return host_access(p, n, true, pc);  // an atomic in host code
     if (a - g_in_lo < g_in_span) input_write(p, n, pc);
-    if (g_race_outputs && a - g_out_lo < g_out_hi - g_out_lo) global_atomic(p, n, pc);
+    if (g_race_outputs && a - g_out_lo < g_out_hi - g_out_lo) global_atomic(p, n, pc, op);
 }
 
 // The kernel file's memcpy, memmove and memset (cuda_emu.h): host code that copies from or into

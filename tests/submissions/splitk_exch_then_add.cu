@@ -1,4 +1,4 @@
-// BUG (atomic ordering): split-K in 3 z-slices; slice 0 initialises C with atomicExch, the others
+// Known bad (atomics that do not commute): split-K in 3 z-slices; slice 0 initialises C with atomicExch, the others
 // atomicAdd. All accesses are atomic, but nothing orders slice 0's exchange before the adds: on a
 // GPU an add that lands first is overwritten. Blocks run in z order on the CPU backend.
 #include <cuda_runtime.h>
