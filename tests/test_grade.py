@@ -176,6 +176,10 @@ CPU_EXPECT = {
         r"the kernel wrote to its input A \(A\[\d+\]\[\d+\], at input_scratch_restore\.cu:16, thread",
     ),
     "good_splitk_atomic.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    # pitched copies (cudaMemcpy2D & co.): device to device; a pitch below the width fails as on a GPU
+    "good_memcpy2d_pitched.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    "good_mallocpitch_staged_a.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    "memcpy2d_pitch_in_elements.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs.\nC: .*never written"),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {

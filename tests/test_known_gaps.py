@@ -28,7 +28,6 @@ CASES = {
     "a15b_gemm_relu_device_array_copy_loads.cu": ("gemm_relu", False, "host code writing __device__ arrays"),
     "a17_block0_does_all_uncoalesced.cu": ("naive", False, "all the work in one block the sample misses"),
     "b11_serial_splitk_semaphore.cu": ("naive", True, "slices ordered by an atomic flag and __threadfence"),
-    "b09_memcpy2d_pitched_scratch.cu": ("naive", True, "cudaMemcpy2DAsync (could not grade: not in the backend)"),
 }
 
 

@@ -117,6 +117,11 @@ CUDA_EMU_API void atomic_access(const void* p, size_t n, const void* pc, int op 
 CUDA_EMU_API void* device_malloc(size_t n);
 CUDA_EMU_API void device_free(void* p);
 CUDA_EMU_API void device_copy(void* d, const void* s, size_t n, int kind, int value, int line);
+// cudaMemcpy2D / cudaMemset2D (kind 0 / 1): `height` rows of `width` bytes, `dpitch` (`spitch`) bytes apart; each
+// row is checked as device_copy checks a copy. Returns the CUDA error (a pitch below the width: nothing copied).
+CUDA_EMU_API int device_copy2d(void* d, size_t dpitch, const void* s, size_t spitch, size_t width, size_t height,
+                               int kind, int value, int line);
+CUDA_EMU_API size_t device_pitch(size_t width);  // cudaMallocPitch's row pitch
 
 template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
 template <class K, class Tup> static void run_thread(void* p) {
@@ -327,7 +332,8 @@ CUDA_EMU_ATOMIC unsigned atomicDec(unsigned* p, unsigned v) {
 typedef int cudaError_t;
 enum : int {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-    cudaErrorInvalidConfiguration = 9, cudaErrorInvalidDevice = 101, cudaErrorLaunchFailure = 719,
+    cudaErrorInvalidConfiguration = 9, cudaErrorInvalidPitchValue = 12, cudaErrorInvalidDevice = 101,
+    cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                       cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
@@ -358,6 +364,33 @@ static inline cudaError_t cudaMemset(void* d, int v, size_t n, int line = __buil
 }
 static inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = nullptr, int line = __builtin_LINE()) {
     ::cuda_emu::device_copy(d, nullptr, n, 1, v, line); return cudaSuccess;
+}
+// Pitched copies and memsets: one checked copy per row; a pitch below the width is cudaErrorInvalidPitchValue, as
+// on a GPU (nothing is copied), and rows that run past the end of a device buffer are reported.
+static inline cudaError_t cudaMemcpy2D(void* d, size_t dpitch, const void* s, size_t spitch, size_t width,
+                                       size_t height, cudaMemcpyKind, int line = __builtin_LINE()) {
+    return ::cuda_emu::device_copy2d(d, dpitch, s, spitch, width, height, 0, 0, line);
+}
+static inline cudaError_t cudaMemcpy2DAsync(void* d, size_t dpitch, const void* s, size_t spitch, size_t width,
+                                            size_t height, cudaMemcpyKind, cudaStream_t = nullptr,
+                                            int line = __builtin_LINE()) {
+    return ::cuda_emu::device_copy2d(d, dpitch, s, spitch, width, height, 0, 0, line);
+}
+static inline cudaError_t cudaMemset2D(void* d, size_t pitch, int v, size_t width, size_t height,
+                                       int line = __builtin_LINE()) {
+    return ::cuda_emu::device_copy2d(d, pitch, nullptr, pitch, width, height, 1, v, line);
+}
+static inline cudaError_t cudaMemset2DAsync(void* d, size_t pitch, int v, size_t width, size_t height,
+                                            cudaStream_t = nullptr, int line = __builtin_LINE()) {
+    return ::cuda_emu::device_copy2d(d, pitch, nullptr, pitch, width, height, 1, v, line);
+}
+// Rows padded to the GPU's pitch alignment (512 bytes on an H200).
+static inline cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+    *pitch = ::cuda_emu::device_pitch(width);
+    return cudaMalloc(p, *pitch * (height ? height : 1));
+}
+template <class T> static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
+    return cudaMallocPitch((void**)p, pitch, width, height);
 }
 template <class T> static inline cudaError_t cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0,
                                                                  cudaMemcpyKind = cudaMemcpyHostToDevice,
@@ -478,10 +511,12 @@ static inline const char* cudaGetErrorName(cudaError_t e) {
     return e == cudaSuccess ? "cudaSuccess" : e == cudaErrorInvalidValue ? "cudaErrorInvalidValue"
          : e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
          : e == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
+         : e == cudaErrorInvalidPitchValue ? "cudaErrorInvalidPitchValue"
          : e == cudaErrorInvalidDevice ? "cudaErrorInvalidDevice" : "cudaErrorLaunchFailure";
 }
 static inline const char* cudaGetErrorString(cudaError_t e) {
     return e == cudaSuccess ? "no error" : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
+         : e == cudaErrorInvalidPitchValue ? "invalid pitch argument"
          : "unspecified launch failure (see the CPU backend's message)";
 }
 template <class F> static inline cudaError_t cudaFuncSetAttribute(F* fn, cudaFuncAttribute a, int v) {

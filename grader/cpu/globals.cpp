@@ -299,8 +299,10 @@ void device_free(void* p) {
     std::free(p);
 }
 
-void device_copy(void* d, const void* s, size_t n, int kind, int value, int line) {
-    static const char* const calls[] = {"cudaMemcpy", "cudaMemset", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol"};
+namespace {
+
+// A copy or memset by the launcher (`call`: its name in messages), checked as device_copy says.
+void copy_checked(void* d, const void* s, size_t n, int kind, int value, int line, const char* call) {
     if (n && g_device) {
         const uintptr_t a = (uintptr_t)d, src = (uintptr_t)s;
         const Buf* b = nullptr;
@@ -308,21 +310,68 @@ void device_copy(void* d, const void* s, size_t n, int kind, int value, int line
         const std::string at = base_name() + ":" + std::to_string(line);
         if (b && !b->output)
             report_host("the launcher wrote to its input %s (%s at %s): inputs are read-only; only the outputs may be "
-                        "written", b->name.c_str(), calls[kind], at.c_str());
+                        "written", b->name.c_str(), call, at.c_str());
         else if (b && kind != 1 && kind != 3 && !inside_device(src, n))
             report_host("the launcher copied host memory into %s (%s at %s): the outputs must be computed by kernels "
                         "(a copy into an output must come from device memory a kernel wrote)", b->name.c_str(),
-                        calls[kind], at.c_str());
+                        call, at.c_str());
         else if (b && kind != 1 && tainted(src, n))
             report_host("the launcher copied host memory into %s by way of device memory (%s at %s, from a buffer "
                         "a host copy filled, with no kernel launched since): the outputs must be computed by kernels",
-                        b->name.c_str(), calls[kind], at.c_str());
+                        b->name.c_str(), call, at.c_str());
         else if (!b && kind != 1 && (kind == 2 || inside_device(a, n)) &&
                  (kind == 3 ? tainted(src, n) : !inside_device(src, n) || tainted(src, n)))
             g_tainted.push_back(Span{a, a + n});  // host data in device memory (or a symbol)
     }
     if (kind == 1) std::memset(d, value, n);
     else std::memmove(d, s, n);
+}
+
+// A pitched copy's rows: [p, p + (height-1)*pitch + width). Where it starts inside a launch buffer or a
+// cudaMalloc block it must end there too (on a GPU the rows past the end write another allocation, or fault).
+bool rows_fit(const void* p, size_t pitch, size_t width, size_t height, const char* what, const char* call, int line) {
+    const uintptr_t a = (uintptr_t)p, extent = (height - 1) * pitch + width;
+    uintptr_t hi = 0;
+    const char* name = nullptr;
+    for (const Buf& b : g_bufs)
+        if (a - b.lo < b.hi - b.lo) { hi = b.hi; name = b.name.c_str(); break; }
+    if (!name)
+        for (const Span& b : g_blocks)
+            if (a - b.lo < b.hi - b.lo) { hi = b.hi; name = "a cudaMalloc block"; break; }
+    if (!name || extent <= hi - a) return true;
+    report_host("%s at %s:%d: the %s's %zu rows of %zu bytes, %zu bytes apart, end %zu bytes past the end of %s "
+                "(%zu bytes from the row's start to the end): check the pitch (in bytes) and the height",
+                call, base_name().c_str(), line, what, height, width, pitch, (size_t)(extent - (hi - a)), name,
+                (size_t)(hi - a));
+    return false;
+}
+
+}  // namespace
+
+void device_copy(void* d, const void* s, size_t n, int kind, int value, int line) {
+    static const char* const calls[] = {"cudaMemcpy", "cudaMemset", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol"};
+    copy_checked(d, s, n, kind, value, line, calls[kind]);
+}
+
+size_t device_pitch(size_t width) { return (std::max<size_t>(width, 1) + 511) / 512 * 512; }
+
+int device_copy2d(void* d, size_t dpitch, const void* s, size_t spitch, size_t width, size_t height, int kind,
+                  int value, int line) {
+    const char* call = kind == 1 ? "cudaMemset2D" : "cudaMemcpy2D";
+    if (!width || !height) return 0;
+    // A GPU refuses a pitch below the width (rows would overlap) or above cudaDeviceProp::memPitch, and copies nothing.
+    const size_t max_pitch = (size_t)1 << 31;
+    if (width > dpitch || dpitch > max_pitch || (kind == 0 && (width > spitch || spitch > max_pitch))) {
+        set_status(cudaErrorInvalidPitchValue);
+        return cudaErrorInvalidPitchValue;
+    }
+    if (g_device && (!rows_fit(d, dpitch, width, height, "destination", call, line) ||
+                     (kind == 0 && !rows_fit(s, spitch, width, height, "source", call, line))))
+        return 0;  // reported; copying would write past a buffer
+    for (size_t r = 0; r < height; ++r)
+        copy_checked((char*)d + r * dpitch, kind == 1 ? nullptr : (const char*)s + r * spitch, width, kind, value,
+                     line, call);
+    return 0;
 }
 
 void global_access(const void* p, size_t n, bool write, const void* pc) {

@@ -827,6 +827,8 @@ int device_attribute(int attr, int* value) {  // an H200 (cudaDeviceAttr numbers
     return 0;
 }
 
+void set_status(int error) { g_status = error; }
+
 int take_launch_status() {
     int s = g_status;
     g_status = 0;

@@ -70,6 +70,7 @@ CUDA_EMU_API void globals_end_launch();   // reports two unordered writes of dif
 extern CUDA_EMU_API uintptr_t g_host_lo, g_host_span, g_in_lo, g_in_span;
 CUDA_EMU_API void host_access(const void* p, size_t n, bool write, const void* pc);
 CUDA_EMU_API void input_write(const void* p, size_t n, const void* pc);
+CUDA_EMU_API void set_status(int error);  // what the next cudaGetLastError returns (a runtime call failed)
 // Records an error found in the launcher's host code (no kernel context); the first error stays.
 CUDA_EMU_API void report_host(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked

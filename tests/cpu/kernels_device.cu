@@ -134,3 +134,43 @@ __global__ void atomic_into_input(const float* in, float* out) {
     atomicAdd(const_cast<float*>(&in[3]), 0.f);  // ATOMIC INTO INPUT
 }
 extern "C" void atomic_into_input_launch(const float* in, float* out, int n) { atomic_into_input<<<1, 1>>>(in, out); }
+
+// ---- pitched copies (cudaMemcpy2D & co.): `out` as 4 rows of n/4 floats
+__global__ void fill_pitched(float* d, size_t pitch, const float* in, int rows, int cols) {
+    int r = blockIdx.x, c = threadIdx.x;
+    if (r < rows && c < cols) ((float*)((char*)d + r * pitch))[c] = in[r * cols + c];
+}
+extern "C" void memcpy2d_pitched_scratch(const float* in, float* out, int n) {
+    int rows = 4, cols = n / 4;
+    size_t pitch = 0;
+    float* d = nullptr;
+    cudaMallocPitch(&d, &pitch, cols * sizeof(float), rows);
+    cudaMemset2D(d, pitch, 0, cols * sizeof(float), rows);
+    fill_pitched<<<rows, 32>>>(d, pitch, in, rows, cols);
+    cudaMemcpy2DAsync(out, cols * sizeof(float), d, pitch, cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, 0);
+    float back[2] = {};  // a column back to the host: fine
+    cudaMemcpy2D(back, sizeof(float), out, 2 * cols * sizeof(float), sizeof(float), 2, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+}
+// a pitch below the width: cudaErrorInvalidPitchValue, returned and then by cudaGetLastError once; nothing copied
+extern "C" void memcpy2d_status(const float* in, float* out, int n) {
+    int cols = n / 4;
+    cudaError_t e = cudaMemcpy2DAsync(out, 4, in, cols * sizeof(float), cols * sizeof(float), 4,
+                                      cudaMemcpyDeviceToDevice, 0);
+    cudaError_t last = cudaGetLastError(), again = cudaGetLastError();
+    fill<<<1, 32>>>(out, n, e == cudaErrorInvalidPitchValue && last == e && again == cudaSuccess ? 100.f : -100.f);
+}
+extern "C" void memcpy2d_rows_past_the_end(const float* in, float* out, int n) {
+    float* d = nullptr;
+    cudaMalloc(&d, n * sizeof(float));
+    copy_in<<<1, 32>>>(in, d, n);
+    cudaMemcpy2D(out, 8 * sizeof(float), d, 64 * sizeof(float), 8 * sizeof(float), 4,  // PAST THE END
+                 cudaMemcpyDeviceToDevice);
+    cudaFree(d);
+}
+extern "C" void memcpy2d_host_into_output(const float* in, float* out, int n) {
+    std::vector<float> h(n, 3.f);
+    int cols = n / 4;
+    cudaMemcpy2D(out, cols * sizeof(float), h.data(), cols * sizeof(float), cols * sizeof(float), 4,  // HOST 2D COPY
+                 cudaMemcpyHostToDevice);
+}

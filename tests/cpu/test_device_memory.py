@@ -147,3 +147,32 @@ def test_submissions_fail_on_the_cpu_backend(name, exercise, pattern):
 def test_split_k_zeroed_with_memset_then_atomics_passes():
     r = grade.grade("naive", str(SUBS / "good_splitk_atomic.cu"), backend="cpu", seed=1, scan=False)
     assert r.passed, r.message
+
+
+def test_pitched_copies_and_memsets_pass(lib):
+    """cudaMallocPitch, cudaMemset2D, a kernel writing the pitched block, cudaMemcpy2DAsync of it into the
+    output (device to device), a column of the output back to the host (cudaMemcpy2D)."""
+    err, inp, out = call(lib, "memcpy2d_pitched_scratch")
+    assert err is None, err
+    np.testing.assert_array_equal(out, inp)
+
+
+def test_a_pitch_below_the_width_is_an_error_and_copies_nothing(lib):
+    err, _, out = call(lib, "memcpy2d_status")
+    assert err is None, err
+    assert (out == 100 + np.arange(N)).all(), out  # the status came back, as on a GPU
+
+
+def test_pitched_rows_past_the_end_of_a_buffer_are_reported(lib):
+    err, _, _ = call(lib, "memcpy2d_rows_past_the_end")
+    assert err and err.startswith(
+        f"cudaMemcpy2D at {at('PAST THE END')}: the source's 4 rows of 32 bytes, 256 bytes apart, end"
+    ), err
+    assert "past the end of a cudaMalloc block" in err
+
+
+def test_host_memory_copied_into_an_output_by_a_pitched_copy_is_reported(lib):
+    err, _, _ = call(lib, "memcpy2d_host_into_output")
+    assert err and err.startswith(
+        f"the launcher copied host memory into out (cudaMemcpy2D at {at('HOST 2D COPY')}): the outputs must be"
+    ), err

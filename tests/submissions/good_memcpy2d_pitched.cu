@@ -1,4 +1,4 @@
-// HONEST: the kernel writes C into a pitched scratch buffer (rows padded to 128 bytes), then
+// Known good: the kernel writes C into a pitched scratch buffer (rows padded to 128 bytes), then
 // cudaMemcpy2DAsync (device to device) copies the M x N block into C.
 #include <cuda_runtime.h>
 __global__ void k(const float* A, const float* B, float* D, size_t pitch, int M, int N, int K) {
