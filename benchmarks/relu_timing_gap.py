@@ -1,15 +1,17 @@
-"""Why does the grader time the ReLU pair level with PyTorch's (0.98-1.04x) when gpu_capstone.py
-times the same kernels at 1.10x? The same pair, timed several ways in one process (GPU only):
+"""Why did the grader time the ReLU pair level with PyTorch's (0.98-1.04x) when gpu_capstone.py
+timed the same kernels at 1.10x? The same pair, timed several ways in one process (GPU only).
+Every way but `old` uses grader.timing's defaults: a clean flush (write, then read), rounds that
+rotate which function goes first, and a head start (the GPU spins while the host queues the call).
 
+  old      as the grader timed until 2026-12-02: graded, flush="write", no rotation, no head start
+  nohead   graded, without the head start only (the host's launch overhead is timed)
   plain    time_gpu on fixed inputs (gpu_capstone.py's way)
   fresh    inputs redrawn before every round (FreshRounds.refresh), no check after it
   graded   refresh before and FreshRounds.check after every round (worker.time_kernels' way)
-  swapped  as graded, torch's pair timed first in each round
-  rotated  as graded, time_gpu(rotate=True): each round starts with the other pair
-  idle     refresh before every round; after it, the host sleeps as long as graded's check took
-           (no GPU work): is it the GPU idling during the check?
-  spin     as graded, then ~2 ms of GPU work (torch.cuda._sleep) before the next refresh
-  warm     as graded, then one untimed call of each pair on scratch buffers (other inputs)
+  swapped  as graded, torch's pair first in the dict
+  inputs   only the inputs redrawn before every round (no poisoned outputs, no check)
+  poison   only the outputs poisoned before every round (inputs fixed, no check)
+  write    as graded, with flush="write" (dirty lines left for the timed call)
 
 Each line gives the median SM and memory clocks that nvidia-smi reported during that way (MHz).
 
@@ -31,10 +33,10 @@ sys.path.insert(0, str(ROOT))
 import torch
 
 from grader import binding, checks, contract
-from grader.timing import time_gpu
-from grader.worker import FreshRounds
+from grader.timing import HEAD_START_US, time_gpu
+from grader.worker import FreshRounds, _poison_word
 
-WAYS = ("plain", "fresh", "graded", "swapped", "rotated", "idle", "spin", "warm", "plain")
+WAYS = ("old", "nohead", "plain", "fresh", "graded", "swapped", "inputs", "poison", "write", "graded")
 
 
 class Clocks:
@@ -87,8 +89,6 @@ def main() -> int:
     m = n = 8192
     ins = checks.random_inputs("relu_mask", (m, n), torch.Generator(device="cuda").manual_seed(1))
     ours, theirs, outs = pairs(mod, ins, m, n)
-    scratch = checks.random_inputs("relu_mask", (m, n), torch.Generator(device="cuda").manual_seed(2))
-    ours_s, theirs_s, _ = pairs(mod, scratch, m, n)
     check_s = []  # how long graded's checks took (host seconds)
     for way in ways:
         fr = FreshRounds("relu_mask", (m, n), ins, outs, seed=7)
@@ -102,19 +102,27 @@ def main() -> int:
         after = {
             "graded": timed_check,
             "swapped": fr.check,
-            "rotated": fr.check,
-            "idle": lambda: time.sleep(statistics.median(check_s) if check_s else 0.01),
-            "spin": lambda fr=fr: fr.check() or torch.cuda._sleep(2_000_000) or False,
-            "warm": lambda fr=fr: fr.check() or ours_s() and theirs_s() and False,
+            "old": fr.check,
+            "nohead": fr.check,
+            "write": fr.check,
         }.get(way)
+        before = {
+            "plain": None,
+            "inputs": lambda fr=fr: [
+                fr.ins[k].copy_(v) for k, v in checks.random_inputs("relu_mask", (m, n), fr.gen).items()
+            ],
+            "poison": lambda: [t.view(torch.int32).fill_(_poison_word(t.dtype)) for t in outs.values()],
+        }.get(way, fr.refresh)
         fns = {"torch": theirs, "kernel": ours} if way == "swapped" else {"kernel": ours, "torch": theirs}
         with Clocks() as clocks:
             t = time_gpu(
                 fns,
                 max_seconds=4.0,
-                before_round=None if way == "plain" else fr.refresh,
+                before_round=before,
                 after_round=after,
-                rotate=way == "rotated",
+                rotate=way != "old",
+                flush="write" if way in ("old", "write") else "clean",
+                head_start_us=0 if way in ("old", "nohead") else HEAD_START_US,
             )
         print(
             f"{way:<8} kernel {t['kernel'].median_ms:.4f} ms  torch {t['torch'].median_ms:.4f} ms  "

@@ -31,11 +31,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = ["naive", "tiled", "register_blocked", "relu_mask"]
 
 
-def one_edit(exercise: str, source: str, backend: str, tag: str) -> tuple[float, bool]:
+def one_edit(exercise: str, source: str, backend: str, tag: str) -> tuple[float, bool, dict]:
     edited = source + f"\n// edit {tag}\n"
     t0 = time.perf_counter()
     r = grader.check(exercise, edited, backend=backend, display=False)
-    return time.perf_counter() - t0, r.passed
+    return time.perf_counter() - t0, r.passed, r.phases or {}
 
 
 def main(argv=None) -> int:
@@ -53,24 +53,29 @@ def main(argv=None) -> int:
     first = None
     for ex in args.exercises:
         source = open(os.path.join(ROOT, _reference(ex))).read()
-        samples, passed = [], []
+        samples, passed, phases = [], [], []
         for i in range(args.edits + (first is None)):
-            s, ok = one_edit(ex, source, backend, f"{time.time_ns()}-{i}")
+            s, ok, ph = one_edit(ex, source, backend, f"{time.time_ns()}-{i}")
             if first is None:
                 first = s
                 continue
             samples.append(s)
             passed.append(ok)
+            phases.append(ph)
         med = statistics.median(samples)
+        # where the time went: the median of each part over the edits (grade.Result.phases)
+        parts = {k: round(statistics.median(p.get(k, 0.0) for p in phases), 3) for k in phases[0]} if phases else {}
         summary["exercises"][ex] = {
             "median_s": round(med, 3),
             "max_s": round(max(samples), 3),
             "samples_s": [round(s, 3) for s in samples],
             "all_passed": all(passed),
+            "phases_s": parts,
         }
         print(
             f"{ex:18} median {med:5.2f} s  max {max(samples):5.2f} s  ({len(samples)} edits, "
-            f"{'all passed' if all(passed) else 'NOT ALL PASSED'})",
+            f"{'all passed' if all(passed) else 'NOT ALL PASSED'})\n    "
+            + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
             flush=True,
         )
     summary["first_check_s"] = round(first or 0.0, 3)

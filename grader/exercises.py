@@ -42,8 +42,9 @@ RELU_SHAPES_SMALL = RELU_SHAPES[:5]
 
 
 # Speed-up over the exercise's baseline of each solution the course ships, on the H200: medians of
-# three grades each by `python benchmarks/calibrate.py` (2026-11-30; register_1d, relu_mask, gemm_relu and
-# warptile 2026-12-01; log in kernels/results/h200_calibration.txt). warptile's baseline is cuBLAS itself:
+# three grades each by `python benchmarks/calibrate.py` (2026-11-30; register_1d and warptile 2026-12-01;
+# relu_mask and gemm_relu 2026-12-02, after grader.timing's head start and clean flush; log in
+# kernels/results/h200_calibration.txt). warptile's baseline is cuBLAS itself:
 # its speed-ups are fractions of cuBLAS's speed (the bench, which times another way, gave 05 92.2 %).
 SHIPPED_SPEEDUP_H200 = {
     "naive": {"01_naive.cu": 5.572, "02_first_kernel.ipynb": 5.578},
@@ -51,8 +52,8 @@ SHIPPED_SPEEDUP_H200 = {
     "conflict_free": {"03_conflict_free.cu": 5.030, "04_bank_conflicts.ipynb": 5.030},
     "register_blocked": {"04_register_blocked.cu": 3.816, "05_register_blocking.ipynb": 3.846},
     "register_1d": {"04a_register_1d.cu": 2.129, "05_register_blocking.ipynb": 2.131},
-    "relu_mask": {"06_relu_mask.cu": 1.008, "06_relu_mask.ipynb": 0.980},
-    "gemm_relu": {"07_gemm_relu.cu": 1.054, "07_fused_epilogue.ipynb": 1.141},
+    "relu_mask": {"06_relu_mask.cu": 1.193, "06_relu_mask.ipynb": 1.181},
+    "gemm_relu": {"07_gemm_relu.cu": 1.159, "07_fused_epilogue.ipynb": 1.241},
     "warptile": {"05_warptile_pipelined.cu": 0.899, "09_beyond.ipynb": 0.890},
 }
 CALIBRATION = 0.8
@@ -72,11 +73,11 @@ SHIPPED_SPEEDUP_CPU = {"cpu_blocked": {"00_cpu_blocked.cu": 6.048, "01_triple_lo
 # gemm_relu is timed against its own GEMM + a separate pass (a ratio near 1 + pass / GEMM): its bar
 # is that the fusion wins, by more than the timing's spread, not a share of a shipped speed-up.
 FUSION_THRESHOLD = 1.03
-# relu_mask is timed against PyTorch's pair. The grader measures both shipped solutions level with it
-# (0.975-1.037x, 2026-12-01) while benchmarks/gpu_capstone.py times the same kernels at 1.10-1.11x
-# PyTorch's pair: a gap in the grader's timing of this pair not yet explained (kernels/README.md). Until
-# it is, the bar is 0.9x (a kernel 10 % slower than PyTorch fails), not the 1.0x that "beats PyTorch" needs.
-RELU_THRESHOLD = 0.9
+# relu_mask is timed against PyTorch's pair, and passing means beating it. The shipped solutions run
+# at 1.18-1.20x (2026-12-02). Until then the grader measured them level with PyTorch (0.98-1.04x): its
+# events also timed the Python launcher's host overhead, which the GPU waited for (grader.timing's head
+# start; kernels/README.md, "The grader's timing of the pair").
+RELU_THRESHOLD = 1.0
 
 
 def _threshold(name: str) -> float:

@@ -14,6 +14,7 @@ import re
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 import shlex
+import time
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -64,6 +65,7 @@ class Result:
     evidence: str = "correctness only"  # what a pass rests on: "timed on GPU", "access counts (CPU, no timing)"
     profile: dict | None = None  # the access profile (grader.profile), counted on the CPU backend
     seed: int | None = None  # the test inputs' and drawn shapes' seed (`check --seed` reproduces them)
+    phases: dict | None = None  # seconds each part of grading took (benchmarks/verdict_latency.py)
 
     def as_dict(self) -> dict:
         """The same fields as `python -m grader check --json`."""
@@ -124,6 +126,14 @@ def grade(
     res = Result(
         exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None, calibration=calibrated
     )
+    res.phases = phases = {}
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:  # the time since the previous lap, as phases[name]
+        now = time.perf_counter()
+        phases[name] = round(now - clock[0], 4)
+        clock[0] = now
+
     try:
         source, filename = submissions.read(source_or_path, exercise)
         if not source.strip():
@@ -136,9 +146,16 @@ def grade(
             pool = ThreadPoolExecutor(1)
             beside = pool.submit(_profile_beside, exercise, source, filename, ex, compile_timeout, timeout)
             pool.shutdown(wait=False)  # the thread ends with the task; result() below waits for it
+        lap("read_and_scan")
+        # the test cases (and their float64 answers) are drawn while the compiler runs
+        res.seed = seed = seed if seed is not None else secrets.randbits(63)
+        pool = ThreadPoolExecutor(1)
+        drawing = pool.submit(_draw_cases, exercise, ex, backend, seed)
+        pool.shutdown(wait=False)
         build = toolchain.build(
             source, backend=backend, exercise=exercise, filename=filename, timeout=compile_timeout, check_calls=scan
         )
+        lap("build")
     except Forbidden as e:  # the source scan, or the check of what the built code calls
         res.message = str(e)
         res.hint = (
@@ -154,24 +171,15 @@ def grade(
         return res
     res.compiled = True
 
-    res.seed = seed = seed if seed is not None else secrets.randbits(63)
-    gen = torch.Generator().manual_seed(seed)
-    fixed = ex.shapes if backend == "cuda" else ex.cpu_shapes
-    # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
-    # per shape drawn from the seed (grader.shapes: every dimension aligned in turn, the others odd)
-    cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
-    cases += [checks.make_case(exercise, s, gen) for s in shapes.draw(len(fixed[0]), seed)]
+    cases, profile_seed, step = drawing.result()
     request = {
         "lib": str(build.path),
         "exercise": exercise,
         "backend": backend,
         "schedules": SCHEDULES_CPU if backend == "cpu" else [0],
     }
-    if backend == "cpu" and ex.access and not on_host:  # one more checked case, at the profile shape, counted
-        request["profile"] = profile.grading_request(
-            exercise, len(cases), int(torch.randint(1 << 62, (1,), generator=gen))
-        )
-        cases.append(checks.make_case(exercise, ex.profile_shape, gen))
+    if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
+        request["profile"] = profile.grading_request(exercise, len(cases) - 1, profile_seed)
     timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
     if timed and on_host:
         try:
@@ -204,12 +212,16 @@ def grade(
     wire = [
         ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()}) for i, c in enumerate(cases)
     ]
-    step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
     if step is not None:
         wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))
+    lap("cases_and_baseline")
     run = sandbox.run_worker(
         request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu, gpu_lock=gpu_lock, lock_wait=lock_wait
     )
+    lap("worker")
+    if run.arrivals:  # inside the worker's time: its start (and the first case), the other cases, the timing
+        phases["worker_first_result"] = round(run.arrivals[0], 4)
+        phases["worker_last_result"] = round(run.arrivals[-1], 4)
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
         raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
     output = cpu_progress.strip(run.output)  # the CPU backend's progress lines are for _died_message
@@ -238,6 +250,7 @@ def grade(
         res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU
         if beside is not None:  # reported beside the time, not a verdict
             res.profile = beside.result()
+            lap("profile_wait")
     elif res.correct and request.get("profile"):
         _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
         if not res.passed and profile.NO_GLOBAL_LOADS in res.message and res.profile and res.profile.get("sampled"):
@@ -262,6 +275,22 @@ def grade(
         else:
             res.message = "correct on every shape"
     return res
+
+
+def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
+    """The run's test cases from its seed: (cases, the profile's seed or None, the mlp_step step or None)."""
+    gen = torch.Generator().manual_seed(seed)
+    fixed = ex.shapes if backend == "cuda" else ex.cpu_shapes
+    # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
+    # per shape drawn from the seed (grader.shapes: every dimension aligned in turn, the others odd)
+    cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
+    cases += [checks.make_case(exercise, s, gen) for s in shapes.draw(len(fixed[0]), seed)]
+    profile_seed = None
+    if backend == "cpu" and ex.access and exercise not in contract.HOST:  # one more case, counted
+        profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
+        cases.append(checks.make_case(exercise, ex.profile_shape, gen))
+    step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
+    return cases, profile_seed, step
 
 
 def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, case: int, lib, filename: str) -> None:

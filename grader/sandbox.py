@@ -48,6 +48,8 @@ class ChildRun:
     output: str = ""  # tail of the child's stdout + stderr
     protocol_error: str = ""
     lock_wait_s: float | None = None  # seconds from start until the GPU lock was held
+    arrivals: list[float] = field(default_factory=list)  # seconds from start to each of `messages`
+    ended_s: float | None = None  # seconds from start until the child had exited
 
     @property
     def crashed(self) -> bool:
@@ -400,6 +402,7 @@ def _collect(
                         lock_held.set()
                 else:
                     result.messages.append(m)
+                    result.arrivals.append(time.monotonic() - started)
         except Exception as e:  # noqa: BLE001 — malformed data of any kind: stop reading, say why
             result.protocol_error = f"{type(e).__name__}: {e}"
         finally:
@@ -416,6 +419,7 @@ def _collect(
         threads[1].join(timeout=5)
         os.close(r_fd)
         result.returncode = child.returncode
+        result.ended_s = time.monotonic() - started
         log.seek(0, os.SEEK_END)
         size = log.tell()
         log.seek(max(0, size - OUTPUT_CAP))

@@ -5,10 +5,17 @@
     t["mine"].median_ms, t["cublas"].median_ms / t["mine"].median_ms  # a ratio
 
 Functions are timed round-robin in one process, so drift (clocks, temperature)
-hits the kernel and its baseline alike. Before each timed call the L2 cache is
-flushed by writing a buffer twice its size, so every run reads its inputs from
-device memory. Runs stop when the median is known to `rel_err` (the standard
-error of the mean over the median), after `min_runs`, or at `max_seconds`.
+hits the kernel and its baseline alike, and each round starts with the next one
+(no function is always the first after the grader's work between rounds). Before
+each timed call the L2 cache is flushed by writing a buffer twice its size and
+then reading it, so every run reads its inputs from device memory and pays for
+no write-back of what ran before. The GPU is then kept busy for a moment (a head
+start) while the host queues the start event and the call: the events time the
+GPU's work, not the host's launch overhead (a Python launcher takes tens of
+microseconds, a tenth of a 0.3 ms kernel: benchmarks/relu_bandwidth.cu against
+benchmarks/relu_timing_gap.py). Runs stop when the median is known to `rel_err`
+(the standard error of the mean over the median), after `min_runs`, or at
+`max_seconds`.
 """
 
 from __future__ import annotations
@@ -47,17 +54,28 @@ _FLUSH: dict[int, torch.Tensor] = {}
 def flush_l2(mode: str = "write") -> None:
     """Evict the L2 cache (a buffer 2x its size; H200: 60 MB) so the next call starts cold.
 
-    "write" fills the buffer (the usual way; it leaves up to a cache-full of dirty lines that the
-    next call pays to write back), "read" sums it (the cache is left holding clean lines; an
-    experiment for small kernels, not yet measured against "write")."""
+    "write" fills the buffer (it leaves up to a cache-full of dirty lines that the next call pays
+    to write back), "read" sums it (the dirty lines the previous call left are written back during
+    the flush; the cache is left holding clean lines), "clean" does both."""
     dev = torch.cuda.current_device()
     if dev not in _FLUSH:
         l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 64 << 20) or (64 << 20)
         _FLUSH[dev] = torch.ones(2 * l2 // 4, dtype=torch.float32, device="cuda")
-    if mode == "read":
-        _FLUSH[dev].sum()
-    else:
+    if mode in ("write", "clean"):
         _FLUSH[dev].fill_(1.0)
+    if mode in ("read", "clean"):
+        _FLUSH[dev].sum()
+
+
+HEAD_START_US = 200  # longer than the host needs to queue the start event and a call of a few launches
+
+
+def head_start(us: float = HEAD_START_US) -> None:
+    """Keep the GPU busy for about `us` microseconds (a spin kernel), so that work the host queues
+    next starts on the GPU without waiting for the host."""
+    if torch.cuda.is_available():
+        clock_khz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 0) or 2_000_000
+        torch.cuda._sleep(int(us * clock_khz / 1e3))
 
 
 def _percentile(sorted_xs: list[float], q: float) -> float:
@@ -73,15 +91,16 @@ def time_gpu(
     max_runs: int = 500,
     rel_err: float = 0.005,
     max_seconds: float = 10.0,
-    flush: bool | str = True,
+    flush: bool | str = "clean",
     before_round: Callable[[], object] | None = None,
     after_round: Callable[[], bool] | None = None,
     warmup_ms: float = 0.0,
-    rotate: bool = False,
+    rotate: bool = True,
+    head_start_us: float = HEAD_START_US,
 ) -> dict[str, Timing]:
     """Median time of each function in ms, measured with CUDA events (see module doc).
 
-    flush: True or "write" (default), "read" (see flush_l2), or False. warmup_ms: after the
+    flush: "clean" (default), "write" (or True), "read" (see flush_l2), or False. warmup_ms: after the
     `warmup` calls, keep calling round-robin until this much time has passed (lets an idle GPU
     raise its clocks before short kernels are timed).
 
@@ -91,7 +110,8 @@ def time_gpu(
 
     rotate: round r starts with the (r mod n)-th function, so that no function is always the
     first call after before_round/after_round (on the H200 the first call after the grader's
-    check ran slower: benchmarks/relu_timing_gap.py; off until measured there)."""
+    check ran 2-5 % slower: benchmarks/relu_timing_gap.py). head_start_us: see head_start (0: none,
+    the host's launch overhead is then timed too)."""
     for fn in fns.values():  # warm-up: module load, caches, clocks
         for _ in range(warmup):
             fn()
@@ -101,26 +121,30 @@ def time_gpu(
         for fn in fns.values():
             fn()
         torch.cuda.synchronize()
-    flush_mode = "read" if flush == "read" else "write"
+    flush_mode = flush if flush in ("read", "clean") else "write"  # True: "write"
 
     samples: dict[str, list[float]] = {k: [] for k in fns}
     host: dict[str, list[float]] = {k: [] for k in fns}
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    pre, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     t0 = time.perf_counter()
     order = list(fns.items())
     while True:
         if before_round:
             before_round()
         for name, fn in order:
-            if flush:
-                flush_l2(flush_mode)
             torch.cuda.synchronize()
             h0 = time.perf_counter()
+            pre.record()
+            if flush:
+                flush_l2(flush_mode)
+            if head_start_us:
+                head_start(head_start_us)
             start.record()
             fn()
             end.record()
             torch.cuda.synchronize()
-            host[name].append((time.perf_counter() - h0) * 1e3)
+            # the host's time for the call: its clock, less the GPU's time for the flush and head start
+            host[name].append(max(0.0, (time.perf_counter() - h0) * 1e3 - pre.elapsed_time(start)))
             samples[name].append(start.elapsed_time(end))
         n = len(samples[name])
         if rotate:

@@ -95,7 +95,10 @@ relu_backward_kernel(const uint32_t* mask, const float* dY, float* dX, int M, in
 // fewer, wider memory instructions carry the same bytes. The chunk's 4 mask words are built from
 // 4 ballots (one per float4 component j): word w takes bits 8w .. 8w+7 of ballot j and spreads
 // them to bit positions 4i + j. Lanes 0..3 store words 0..3 (16 consecutive bytes).
-constexpr int CHUNKS_PER_WARP = 2;  // 128-element chunks per warp: 2 float4 loads in flight per lane
+// One 128-element chunk per warp: with 8 blocks of 256 threads resident per SM, one float4 per lane
+// already keeps 32 KB in flight per SM. 2 chunks per warp (half as many blocks) was 2-3 % slower
+// on the H200, 4 slower still (benchmarks/relu_bandwidth.cu, 2026-12-02).
+constexpr int CHUNKS_PER_WARP = 1;
 
 __device__ __forceinline__ uint32_t spreadByteBy4(uint32_t byteBits) {  // bit i -> bit 4i, i < 8
     uint32_t x = byteBits & 0xffu;

@@ -131,7 +131,8 @@ def test_time_gpu_calls_the_round_hooks_outside_the_timed_calls(monkeypatch):
         after_round=lambda: log.append("after") or log.count("after") == stop_after,
     )
     assert log[:2] == ["k", "b"]  # warm-up
-    assert log[2:] == ["before", "k", "b", "after"] * stop_after  # stopped early by after_round
+    # stopped early by after_round; each round starts with the next function (rotate, the default)
+    assert log[2:] == ["before", "k", "b", "after", "before", "b", "k", "after"] * (stop_after // 2)
     assert t["k"].runs == stop_after
 
 
@@ -257,8 +258,39 @@ def test_rotate_starts_each_round_with_the_next_function(monkeypatch):
     _fake_gpu_timing(monkeypatch)
     calls = []
     fns = {k: (lambda k=k: calls.append(k)) for k in "abc"}
-    timing.time_gpu(fns, warmup=0, min_runs=3, max_runs=3, rotate=True)
+    timing.time_gpu(fns, warmup=0, min_runs=3, max_runs=3)  # rotate is the default
     assert calls == list("abcbcacab")
     calls.clear()
-    timing.time_gpu(fns, warmup=0, min_runs=2, max_runs=2)
-    assert calls == list("abcabc")  # the default keeps one order
+    timing.time_gpu(fns, warmup=0, min_runs=2, max_runs=2, rotate=False)
+    assert calls == list("abcabc")  # rotate=False keeps one order
+
+
+@pytest.mark.gpu
+def test_gpu_timing_leaves_out_the_hosts_launch_overhead():
+    # a call whose host side takes 100 us before a 20 us GPU spin: the events time the spin, because
+    # the head start keeps the GPU busy while the host queues the call
+    import time
+
+    def slow_host_call():
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 1e-4:
+            pass
+        timing.head_start(20)
+
+    t = timing.time_gpu({"call": slow_host_call}, min_runs=20, max_runs=20)["call"]
+    assert t.median_ms < 0.06, t  # 0.1 ms or more if the host's 100 us were timed
+    untimed = timing.time_gpu({"call": slow_host_call}, min_runs=20, max_runs=20, head_start_us=0)["call"]
+    assert untimed.median_ms >= 0.1, untimed  # without the head start they are: the test can fail
+
+
+@pytest.mark.gpu
+def test_gpu_timing_clean_flush_does_not_charge_the_timed_call_for_write_backs():
+    # after a "write" flush the L2 is full of dirty lines: a 32 MB read evicts 32 MB of them, and
+    # writing those back doubles its memory traffic. The clean flush (the default) writes them back
+    # before the timed call.
+    x = torch.ones(8 << 20, device="cuda")
+    t = {
+        mode: timing.time_gpu({"sum": lambda: x.sum()}, min_runs=40, max_runs=40, flush=mode)["sum"].median_ms
+        for mode in ("write", "clean")
+    }
+    assert t["clean"] < 0.9 * t["write"], t
