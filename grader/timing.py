@@ -70,12 +70,18 @@ def flush_l2(mode: str = "write") -> None:
 HEAD_START_US = 200  # longer than the host needs to queue the start event and a call of a few launches
 
 
+_CYCLES_PER_US: dict[int, float] = {}  # by device: reading the properties costs the host ~0.4 ms
+
+
 def head_start(us: float = HEAD_START_US) -> None:
     """Keep the GPU busy for about `us` microseconds (a spin kernel), so that work the host queues
     next starts on the GPU without waiting for the host."""
     if torch.cuda.is_available():
-        clock_khz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 0) or 2_000_000
-        torch.cuda._sleep(int(us * clock_khz / 1e3))
+        dev = torch.cuda.current_device()
+        if dev not in _CYCLES_PER_US:
+            khz = getattr(torch.cuda.get_device_properties(dev), "clock_rate", 0) or 2_000_000
+            _CYCLES_PER_US[dev] = khz / 1e3
+        torch.cuda._sleep(int(us * _CYCLES_PER_US[dev]))
 
 
 def _percentile(sorted_xs: list[float], q: float) -> float:

@@ -271,11 +271,14 @@ def test_gpu_timing_leaves_out_the_hosts_launch_overhead():
     # the head start keeps the GPU busy while the host queues the call
     import time
 
+    timing.head_start(1)  # the clock rate is read once, outside the timed calls
+    cycles = int(20 * timing._CYCLES_PER_US[torch.cuda.current_device()])
+
     def slow_host_call():
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 1e-4:
             pass
-        timing.head_start(20)
+        torch.cuda._sleep(cycles)
 
     t = timing.time_gpu({"call": slow_host_call}, min_runs=20, max_runs=20)["call"]
     assert t.median_ms < 0.06, t  # 0.1 ms or more if the host's 100 us were timed
