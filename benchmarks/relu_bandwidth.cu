@@ -23,7 +23,7 @@
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); exit(1); } } while (0)
 
-enum Load { PLAIN = 0, PREFETCH = 1 };   // PREFETCH: ld.global.nc.L1::no_allocate.L2::256B
+enum Load { PLAIN = 0, PREFETCH = 1, NC = 2 };  // PREFETCH: ld.global.nc.L1::no_allocate.L2::256B; NC: __ldg
 enum Store { WB = 0, CS = 1 };           // CS: st.global.cs (streaming: evict first)
 
 template <int LOAD> __device__ __forceinline__ float4 load4(const float4* p) {
@@ -33,6 +33,7 @@ template <int LOAD> __device__ __forceinline__ float4 load4(const float4* p) {
                      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
         return v;
     }
+    if (LOAD == NC) return __ldg(p);
     return *p;
 }
 template <int STORE> __device__ __forceinline__ void store4(float4* p, float4 v) {
@@ -184,19 +185,18 @@ int main(int argc, char** argv) {
         fns.push_back({"fwd_" NAME, pairBytes, [=] { k<<<g, T>>>(X4, Y4, mask, chunks); }}); }
 #define BWD(NAME, T, C, L, S, P) { auto k = bwd<T, C, L, S, P>; unsigned g = blocks(T, C, P, (const void*)k); \
         fns.push_back({"bwd_" NAME, pairBytes, [=] { k<<<g, T>>>(mask, dY4, dX4, chunks); }}); }
-    FWD("base", 256, 2, PLAIN, WB, false) FWD("base#2", 256, 2, PLAIN, WB, false)
-    FWD("c4", 256, 4, PLAIN, WB, false) FWD("c1", 256, 1, PLAIN, WB, false)
-    FWD("pf", 256, 2, PREFETCH, WB, false) FWD("pf_c4", 256, 4, PREFETCH, WB, false)
-    FWD("pf_cs", 256, 2, PREFETCH, CS, false) FWD("cs", 256, 2, PLAIN, CS, false)
-    FWD("pf_t512", 512, 2, PREFETCH, WB, false) FWD("pf_t128_c4", 128, 4, PREFETCH, WB, false)
-    FWD("persist_c2", 256, 2, PLAIN, WB, true) FWD("persist_pf_c2", 256, 2, PREFETCH, WB, true)
-    FWD("persist_pf_c4", 256, 4, PREFETCH, WB, true) FWD("persist_pf_c1", 256, 1, PREFETCH, WB, true)
-    BWD("base", 256, 2, PLAIN, WB, false) BWD("base#2", 256, 2, PLAIN, WB, false)
-    BWD("c4", 256, 4, PLAIN, WB, false) BWD("c1", 256, 1, PLAIN, WB, false)
-    BWD("pf", 256, 2, PREFETCH, WB, false) BWD("pf_c4", 256, 4, PREFETCH, WB, false)
-    BWD("pf_cs", 256, 2, PREFETCH, CS, false) BWD("cs", 256, 2, PLAIN, CS, false)
-    BWD("pf_t512", 512, 2, PREFETCH, WB, false) BWD("persist_c2", 256, 2, PLAIN, WB, true)
-    BWD("persist_pf_c2", 256, 2, PREFETCH, WB, true) BWD("persist_pf_c4", 256, 4, PREFETCH, WB, true)
+    // first run (2026-12-02): 2 chunks per warp ("base", kernels/06 until then) against 1, 4, cache hints, persistent grids
+    FWD("base", 256, 2, PLAIN, WB, false) FWD("c1", 256, 1, PLAIN, WB, false) FWD("c1#2", 256, 1, PLAIN, WB, false)
+    FWD("c4", 256, 4, PLAIN, WB, false) FWD("pf", 256, 2, PREFETCH, WB, false) FWD("cs", 256, 2, PLAIN, CS, false)
+    FWD("persist_c2", 256, 2, PLAIN, WB, true)
+    // second run: around 1 chunk per warp (kernels/06 now)
+    FWD("c1_t128", 128, 1, PLAIN, WB, false) FWD("c1_t512", 512, 1, PLAIN, WB, false)
+    FWD("c1_t1024", 1024, 1, PLAIN, WB, false) FWD("c1_nc", 256, 1, NC, WB, false) FWD("c1_cs", 256, 1, PLAIN, CS, false)
+    BWD("base", 256, 2, PLAIN, WB, false) BWD("c1", 256, 1, PLAIN, WB, false) BWD("c1#2", 256, 1, PLAIN, WB, false)
+    BWD("c4", 256, 4, PLAIN, WB, false) BWD("pf", 256, 2, PREFETCH, WB, false) BWD("cs", 256, 2, PLAIN, CS, false)
+    BWD("persist_c2", 256, 2, PLAIN, WB, true)
+    BWD("c1_t128", 128, 1, PLAIN, WB, false) BWD("c1_t512", 512, 1, PLAIN, WB, false)
+    BWD("c1_t1024", 1024, 1, PLAIN, WB, false) BWD("c1_nc", 256, 1, NC, WB, false) BWD("c1_cs", 256, 1, PLAIN, CS, false)
 
     // Correctness of every variant (exact): Y, the mask and dX against a host reference.
     std::vector<float> hX(n), hdY(n), hY(n), hdX(n); std::vector<uint32_t> hm(words);
