@@ -180,6 +180,29 @@ CPU_EXPECT = {
     "good_memcpy2d_pitched.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
     "good_mallocpitch_staged_a.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
     "memcpy2d_pitch_in_elements.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs.\nC: .*never written"),
+    # an output read before anything wrote it in the launcher call, which the grader's poison (NaN, all-ones
+    # mask words) made right
+    "relu_mask_reads_output_first.cu": (
+        True,
+        False,
+        False,
+        r"relu_forward: the kernel reads mask\[0\]\[0\] at relu_mask_reads_output_first\.cu:14 .*before anything "
+        r"wrote it in this launcher call",
+    ),
+    "relu_mask_atomic_and.cu": (
+        True,
+        False,
+        False,
+        r"relu_forward: the kernel atomically updates mask\[0\]\[0\] at relu_mask_atomic_and\.cu:11 .*before "
+        r"anything wrote it",
+    ),
+    "gemm_nan_means_unwritten.cu": (
+        True,
+        False,
+        False,
+        r"the kernel reads C\[0\]\[0\] at gemm_nan_means_unwritten\.cu:10 .*before anything wrote it",
+    ),
+    "good_relu_mask_memset_then_atomic_and.cu": (True, True, True, r"^correct on every shape; access counts"),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
@@ -200,6 +223,9 @@ SUB_EXERCISE = {
     "pipeline_missing_sync.cu": "tiled",
     "pipeline_wrong_stage.cu": "tiled",
     "pipeline_misaligned.cu": "tiled",
+    "relu_mask_reads_output_first.cu": "relu_mask",
+    "relu_mask_atomic_and.cu": "relu_mask",
+    "good_relu_mask_memset_then_atomic_and.cu": "relu_mask",
 }
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
 GPU_ANY_FAILURE = {
@@ -225,6 +251,8 @@ GPU_UNDEFINED |= {"splitk_store_then_atomic.cu", "input_scratch_restore.cu"}
 GPU_UNDEFINED |= {"host_memcpy_chk.cu"}
 # ...and whether slice 0's atomicExch comes before the other slices' atomicAdd
 GPU_UNDEFINED |= {"splitk_exch_then_add.cu"}
+# ...and an output read before it is written: right wherever the buffer holds what the grader's poison holds
+GPU_UNDEFINED |= {"relu_mask_reads_output_first.cu", "relu_mask_atomic_and.cu", "gemm_nan_means_unwritten.cu"}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension",
     "unwritten_tail.cu": r"never written",

@@ -46,6 +46,7 @@ struct GShadow {  // one per 4-byte word of an output
     uint64_t w_clock = 0, r_clock = 0, r2_clock = 0;
     uint32_t w_who = 0, r_who = 0, r2_who = 0;  // block_linear * nthreads + thread
     const void *w_pc = nullptr, *r_pc = nullptr, *r2_pc = nullptr;
+    uint32_t set_call = 0;  // the launcher call (g_call) that last wrote any of its bytes: store, atomic, memset, copy
 };
 
 struct Suspect {  // a second unordered write: a race if the values differ
@@ -74,6 +75,7 @@ std::vector<std::vector<GShadow>> g_shadow;  // per buffer (kept between calls: 
 std::vector<std::vector<AShadow>> g_ashadow;  // per buffer, allocated at its first atomic
 std::vector<Suspect> g_suspects;
 uint64_t g_launch_clock = 0;
+uint32_t g_call = 0;  // counts the launcher calls (cuda_emu_set_outputs with outputs)
 constexpr size_t kMaxSuspects = 64;
 
 uint32_t block_linear(uint3 b) { return b.x + g_launch.grid.x * (b.y + g_launch.grid.y * b.z); }
@@ -124,6 +126,17 @@ const Output* find_output(uintptr_t a) {
     return nullptr;
 }
 
+// An output's contents are undefined when the launcher is called (on a GPU: torch.empty's, or what the last call
+// left), whatever the grader's poison happens to be: a read of a word nothing has written in this call reads that.
+[[noreturn]] void unset_read(const Output& b, size_t word, const char* what, const void* pc, uint32_t me) {
+    report("the kernel %s %s at %s (%s) before anything wrote it in this launcher call: an output holds no "
+           "defined value when the launcher is called (on a GPU, whatever the memory held: torch.empty, or the "
+           "previous call's result). Write every element before reading it, or clear the output first (cudaMemset, "
+           "or an earlier kernel)", what, element(b, word).c_str(), source_line(pc).c_str(), who_name(me).c_str());
+    abandon_thread();
+    __builtin_unreachable();
+}
+
 // Races with the atomics of this launch: an unordered atomic on a word the running thread loads
 // or stores plainly.
 void check_atomics(const Output& b, size_t w, const char* what_me, const void* pc, uint32_t me) {
@@ -150,6 +163,10 @@ void global_atomic(const void* p, size_t n, const void* pc, int op) {
     const char* what = "atomically updates";
     for (size_t w = (a - b->lo) / 4; w <= (a + n - 1 - b->lo) / 4 && w < sh.size(); ++w) {
         GShadow& s = sh[w];
+        // an exchange ignores the old value (unless the kernel uses what it returns: not seen here); the others
+        // combine it with theirs
+        if (s.set_call != g_call && op != 2) unset_read(*b, w, "atomically updates", pc, me);
+        s.set_call = g_call;
         if (s.w_clock >= L && !ordered(s.w_who, s.w_clock, me)) race(*b, w, what, pc, s.w_who, "wrote", s.w_pc, me, true);
         if (s.r_clock >= L && !ordered(s.r_who, s.r_clock, me)) race(*b, w, what, pc, s.r_who, "read", s.r_pc, me, true);
         if (s.r2_clock >= L && !ordered(s.r2_who, s.r2_clock, me)) race(*b, w, what, pc, s.r2_who, "read", s.r2_pc, me, true);
@@ -227,6 +244,19 @@ bool tainted(uintptr_t a, size_t n) {
     return false;
 }
 
+// The words of the outputs in [p, p+n) hold defined values from now on in this launcher call (a cudaMemset or a
+// copy into them).
+void mark_set(const void* p, size_t n) {
+    const uintptr_t a = (uintptr_t)p;
+    for (size_t i = 0; i < g_outputs.size(); ++i) {
+        const Output& b = g_outputs[i];
+        if (!overlaps(b.lo, b.hi, a, n)) continue;
+        std::vector<GShadow>& sh = g_shadow[i];
+        for (size_t w = (std::max(a, b.lo) - b.lo) / 4; w <= (std::min(a + n, b.hi) - 1 - b.lo) / 4 && w < sh.size(); ++w)
+            sh[w].set_call = g_call;
+    }
+}
+
 }  // namespace
 
 void host_access(const void* p, size_t n, bool write, const void* pc) {
@@ -269,8 +299,9 @@ static void mem_range(void* d, const void* s, size_t n, const void* pc) {
     if (g_host_span) {
         if (s) host_access(s, n, false, pc);
         host_access(d, n, true, pc);
-    } else if (g_in_span) {
-        input_write(d, n, pc);
+    } else if (g_in_launch) {
+        if (g_in_span) input_write(d, n, pc);
+        mark_set(d, n);  // a kernel's memcpy into an output (not seen by the access hooks) sets its words
     }
 }
 
@@ -323,6 +354,7 @@ void copy_checked(void* d, const void* s, size_t n, int kind, int value, int lin
                  (kind == 3 ? tainted(src, n) : !inside_device(src, n) || tainted(src, n)))
             g_tainted.push_back(Span{a, a + n});  // host data in device memory (or a symbol)
     }
+    if (n) mark_set(d, n);
     if (kind == 1) std::memset(d, value, n);
     else std::memmove(d, s, n);
 }
@@ -388,6 +420,7 @@ void global_access(const void* p, size_t n, bool write, const void* pc) {
         bool wrote = s.w_clock >= L && !ordered(s.w_who, s.w_clock, me);
         if (!write) {
             if (wrote) race(*b, w, "reads", pc, s.w_who, "wrote", s.w_pc, me);
+            if (s.set_call != g_call) unset_read(*b, w, "reads", pc, me);
             if (atomics) check_atomics(*b, w, "reads", pc, me);
             if (s.r_clock < L || s.r_who == me) { s.r_who = me; s.r_clock = g_clock; s.r_pc = pc; }
             else { s.r2_who = me; s.r2_clock = g_clock; s.r2_pc = pc; }
@@ -402,7 +435,7 @@ void global_access(const void* p, size_t n, bool write, const void* pc) {
             std::memcpy(&v, (const void*)(b->lo + w * 4), 4);
             g_suspects.push_back({b, w, s.w_who, me, s.w_pc, pc, v});
         }
-        s.w_who = me; s.w_clock = g_clock; s.w_pc = pc;
+        s.w_who = me; s.w_clock = g_clock; s.w_pc = pc; s.set_call = g_call;
     }
 }
 
@@ -476,6 +509,7 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
         g_out_hi = std::max(g_out_hi, (uintptr_t)(ptrs[i] + bytes[i]));
     }
     if (g_outputs.empty()) g_out_lo = 0;
+    else ++g_call;  // a new launcher call: nothing in its outputs is set yet
     if (g_shadow.size() < g_outputs.size()) g_shadow.resize(g_outputs.size());
     for (size_t i = 0; i < g_outputs.size(); ++i) {
         size_t words = (g_outputs[i].hi - g_outputs[i].lo + 3) / 4;

@@ -122,13 +122,19 @@ extern "C" void uninit_sum_launch(const float* x, float* out, int n) { uninit_su
 __global__ void blocks_add(float* out) {
     out[threadIdx.x] += 1.f;  // BUG: every block adds to the same elements without atomicAdd
 }
-extern "C" void blocks_add_launch(float* out) { blocks_add<<<3, 8>>>(out); }
+extern "C" void blocks_add_launch(float* out) {
+    cudaMemset(out, 0, 8 * sizeof(float));  // set: reading an output nothing wrote is an error of its own
+    blocks_add<<<3, 8>>>(out);
+}
 
 __global__ void neighbour_read(float* out) {
     out[threadIdx.x] = (float)threadIdx.x;  // WRITE: own element
     out[64 + threadIdx.x] = out[(threadIdx.x + 1) % 32];  // BUG: reads a neighbour's element with no barrier
 }
-extern "C" void neighbour_read_launch(float* out) { neighbour_read<<<1, 32>>>(out); }
+extern "C" void neighbour_read_launch(float* out) {
+    cudaMemset(out, 0, 32 * sizeof(float));
+    neighbour_read<<<1, 32>>>(out);
+}
 
 __global__ void last_block_wins(float* out) {
     if (threadIdx.x == 0) out[0] = (float)blockIdx.x;  // BUG: every block writes its own value to out[0]
@@ -147,6 +153,7 @@ __global__ void ordered_ok(float* out, unsigned* word) {
 }
 __global__ void second_pass(float* out) { out[threadIdx.x] += out[64 + threadIdx.x]; }
 extern "C" void ordered_ok_launch(float* out, unsigned* word) {
+    cudaMemset(out + 128, 0, sizeof(float));  // the atomics' word, set before they add to it
     ordered_ok<<<1, 32>>>(out, word);
     second_pass<<<1, 32>>>(out);
 }

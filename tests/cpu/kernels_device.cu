@@ -91,6 +91,7 @@ __global__ void atomic_then_plain_read(float* out) {
     else out[1] = out[0];  // PLAIN READ AFTER ANOTHER BLOCK'S ATOMIC
 }
 extern "C" void atomic_then_plain_read_launch(const float* in, float* out, int n) {
+    cudaMemset(out, 0, sizeof(float));  // set: an atomic on an output nothing wrote is an error of its own
     atomic_then_plain_read<<<2, 1>>>(out);
 }
 __global__ void store_then_atomic(float* out) {
@@ -173,4 +174,30 @@ extern "C" void memcpy2d_host_into_output(const float* in, float* out, int n) {
     int cols = n / 4;
     cudaMemcpy2D(out, cols * sizeof(float), h.data(), cols * sizeof(float), cols * sizeof(float), 4,  // HOST 2D COPY
                  cudaMemcpyHostToDevice);
+}
+
+// ---- reads of an output before anything wrote it in the launcher call
+__global__ void add_one(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = out[i] + 1.f;  // UNSET READ
+}
+extern "C" void read_unset_output(const float* in, float* out, int n) { add_one<<<1, 32>>>(out, n); }
+__global__ void atomic_add_one(float* out) { atomicAdd(&out[threadIdx.x], 1.f); }  // UNSET ATOMIC
+extern "C" void atomic_unset_output(const float* in, float* out, int n) { atomic_add_one<<<1, 32>>>(out); }
+__global__ void exch_then_read(float* out, int n) {
+    atomicExch(&out[threadIdx.x], 2.f);  // an exchange sets the word
+    out[threadIdx.x] = out[threadIdx.x] + 1.f;
+}
+extern "C" void set_then_read_output(const float* in, float* out, int n) {
+    fill<<<1, 32>>>(out, 16, 0.f);  // an earlier kernel sets out[0..15]
+    add_one<<<1, 32>>>(out, 16);
+    cudaMemsetAsync(out + 16, 0, 8 * sizeof(float), 0);  // a memset sets out[16..23]
+    atomic_add_one<<<1, 8>>>(out + 16);
+    exch_then_read<<<1, 4>>>(out + 24, 4);
+    float* d = nullptr;
+    cudaMalloc(&d, 4 * sizeof(float));
+    fill<<<1, 4>>>(d, 4, 10.f);
+    cudaMemcpyAsync(out + 28, d, 4 * sizeof(float), cudaMemcpyDeviceToDevice, 0);  // a copy sets out[28..31]
+    add_one<<<1, 32>>>(out + 28, 4);
+    cudaFree(d);
 }

@@ -176,3 +176,29 @@ def test_host_memory_copied_into_an_output_by_a_pitched_copy_is_reported(lib):
     assert err and err.startswith(
         f"the launcher copied host memory into out (cudaMemcpy2D at {at('HOST 2D COPY')}): the outputs must be"
     ), err
+
+
+@pytest.mark.parametrize("fn, what, marker", [("read_unset_output", "reads", "UNSET READ"),
+                                              ("atomic_unset_output", "atomically updates", "UNSET ATOMIC")])
+def test_a_read_of_an_output_nothing_wrote_in_the_call_is_reported(lib, fn, what, marker):
+    """Whatever the grader's poison is, an output read before it is written reads undefined memory on a GPU."""
+    err, _, _ = call(lib, fn)
+    assert err and err.startswith(f"the kernel {what} out[0] at {at(marker)} (thread (0,0,0) of block (0,0,0)) "
+                                  "before anything wrote it in this launcher call"), err
+
+
+def test_an_output_set_by_a_kernel_memset_atomicexch_or_copy_may_be_read(lib):
+    err, _, out = call(lib, "set_then_read_output")
+    assert err is None, err
+    np.testing.assert_array_equal(out[:16], 1 + np.arange(16))
+    np.testing.assert_array_equal(out[16:24], 1)
+    np.testing.assert_array_equal(out[24:28], 3)
+    np.testing.assert_array_equal(out[28:], 11 + np.arange(4))
+
+
+def test_what_an_earlier_call_wrote_is_not_set_in_the_next(lib):
+    inp, out = np.ones(N, np.float32), np.zeros(N, np.float32)
+    for fn in ("set_then_read_output", "read_unset_output"):  # the same buffer, as the grader's rounds reuse it
+        lib.buffers(outputs={"out": out}, inputs={"in": inp}, device=True)
+        err = lib(fn, inp, out, N)
+    assert err and "before anything wrote it in this launcher call" in err, err

@@ -1,4 +1,4 @@
-// BUG (reads an output before writing it): lane 0 stores mask[w] = mask[w] & bits, assuming the mask
+// Known bad (reads an output before writing it): lane 0 stores mask[w] = mask[w] & bits, assuming the mask
 // starts all ones. The grader's mask poison IS all ones (0xFFFFFFFF), so the result is right there;
 // on a GPU the buffer holds anything (torch.empty, a previous call's mask).
 #include <cuda_runtime.h>

@@ -1,0 +1,26 @@
+// Known bad (reads an output before writing it): every lane clears its own bit of the mask word with atomicAnd
+// when its Y is not positive, assuming the mask starts all ones. The grader's mask poison is all ones
+// (0xFFFFFFFF), so the mask is right there; on a GPU the buffer holds anything (a previous call's mask).
+#include <cuda_runtime.h>
+#include <cstdint>
+__global__ void fwd(const float* X, float* Y, uint32_t* mask, int M, int N, int W) {
+    int row = blockIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M || col >= W * 32) return;
+    float y = 0.0f;
+    if (col < N) { float x = X[(size_t)row * N + col]; y = x > 0.0f ? x : 0.0f; Y[(size_t)row * N + col] = y; }
+    if (!(y > 0.0f)) atomicAnd(&mask[(size_t)row * W + col / 32], ~(1u << (col % 32)));
+}
+__global__ void bwd(const uint32_t* mask, const float* dY, float* dX, int M, int N, int W) {
+    int row = blockIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M || col >= N) return;
+    uint32_t m = mask[(size_t)row * W + col / 32];
+    dX[(size_t)row * N + col] = (m >> (col % 32)) & 1u ? dY[(size_t)row * N + col] : 0.0f;
+}
+extern "C" void relu_forward(const float* X, float* Y, uint32_t* mask, int M, int N, cudaStream_t s) {
+    int W = (N + 31) / 32;
+    fwd<<<dim3(W, M), 32, 0, s>>>(X, Y, mask, M, N, W);
+}
+extern "C" void relu_backward(const uint32_t* mask, const float* dY, float* dX, int M, int N, cudaStream_t s) {
+    int W = (N + 31) / 32;
+    bwd<<<dim3(W, M), 32, 0, s>>>(mask, dY, dX, M, N, W);
+}
