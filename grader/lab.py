@@ -240,14 +240,16 @@ def gemm_relu_scaffold(gemm_file: str) -> str:
     todo = f"""
 // ---- notebook 07: the fused epilogue, added to the GEMM above ----
 // FILL ME IN (roughly 35 lines):
-// 1. give the kernel a template flag (e.g. template <bool VEC, bool EPI>) and the parameters
-//    `const float* bias, uint32_t* mask`; `gemm` launches it with EPI = false and nullptr for both, so it
-//    keeps the plain store (the grader times gemm_relu against your gemm + a separate pass);
+// 1. give the kernel the parameters `const float* bias, uint32_t* mask, bool epi`; `gemm` launches it
+//    with epi = false and nullptr for both, so it keeps the plain store (the grader times gemm_relu
+//    against your gemm + a separate pass). A run-time flag, not a template one: both launchers then run
+//    one compiled main loop (two instantiations may be scheduled differently: on the H200 a template
+//    flag made notebook 07's gemm 13 % slower than its fused kernel, and the grader refuses that);
 // 2. when EPI, replace the store of C by the epilogue, on the values still in registers: add the bias,
 //    apply ReLU, store C, and build and store the mask words (the exercise above and its hints);
 // 3. the launcher, with exactly this signature:
 // extern "C" {GEMM_RELU.signature} {{
-//     // launch the kernel as `gemm` does, with EPI = true, bias and mask
+//     // launch the kernel as `gemm` does, with epi = true, bias and mask
 // }}
 """
     body = gemm_file.strip("\n") + "\n" + todo

@@ -6,8 +6,11 @@
 // threadCol*8 + j of its block's 128 x 128 tile. Per row it adds the bias (8 values loaded once per
 // thread), applies ReLU, stores C as 2 float4, and builds its 8 mask bits: a 32-column mask word
 // spans 4 threads = 4 adjacent lanes (threadCol % 4), whose bytes 2 __shfl_xor_sync OR together;
-// the first of the 4 lanes stores the word. EPI = false is the same kernel with 04's plain store:
-// the `gemm` launcher, the grader's baseline (your gemm followed by 07a's separate pass).
+// the first of the 4 lanes stores the word. epi = false is the same kernel with 04's plain store:
+// the `gemm` launcher, the grader's baseline (your gemm followed by 07a's separate pass). epi is a
+// run-time argument, not a template flag, so gemm and gemm_relu run one compiled main loop and the
+// timing compares exactly the epilogue (two instantiations may be scheduled differently: notebook
+// 07's template-flag `gemm` ran 13 % slower than its fused kernel on the H200, 2026-12-02).
 // Layout: A M x K, B K x N, C M x N row-major, bias N floats; mask M x W uint32, W = ceil(N / 32),
 // bit (j % 32) of mask[i][j / 32] set exactly when C[i][j] > 0; bits past column N are 0.
 // Why fuse: the separate pass reads C again and writes it back (8 bytes per element plus the mask);
@@ -26,12 +29,12 @@ static_assert(BM * BK == 4 * NUM_THREADS, "one float4 of the A tile per thread")
 static_assert(BK * BN == 4 * NUM_THREADS, "one float4 of the B tile per thread");
 
 // A: M x K, B: K x N, C: M x N, row-major. VEC: float4 global loads/stores are legal
-// (K % 4 == 0, N % 4 == 0, A, B, C 16-byte aligned). EPI: bias + ReLU + mask (gemm_relu), else a
-// plain store of C (gemm).
-template <bool VEC, bool EPI>
+// (K % 4 == 0, N % 4 == 0, A, B, C 16-byte aligned). epi: bias + ReLU + mask (gemm_relu), else a
+// plain store of C (gemm); the same value for every thread, so the branch costs nothing.
+template <bool VEC>
 __global__ void __launch_bounds__(NUM_THREADS)
 gemm_relu_kernel(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
-                 int M, int N, int K) {
+                 int M, int N, int K, bool epi) {
     __shared__ __align__(16) float As[BK][BM];  // A tile stored transposed: As[k][m]
     __shared__ __align__(16) float Bs[BK][BN];  // B tile: Bs[k][n]
 
@@ -101,7 +104,7 @@ gemm_relu_kernel(const float* A, const float* B, const float* bias, float* C, ui
     #pragma unroll
     for (int j = 0; j < TN; ++j) {
         const int col = blockCol + threadCol * TN + j;
-        biasReg[j] = (EPI && col < N) ? bias[col] : 0.0f;
+        biasReg[j] = (epi && col < N) ? bias[col] : 0.0f;
     }
     const int W = (N + 31) / 32;  // mask words per row
     #pragma unroll
@@ -112,7 +115,7 @@ gemm_relu_kernel(const float* A, const float* B, const float* bias, float* C, ui
         #pragma unroll
         for (int j = 0; j < TN; ++j) {
             const float x = threadResults[resIdxM][j] + biasReg[j];
-            v[j] = EPI ? (x > 0.0f ? x : 0.0f) : x;
+            v[j] = epi ? (x > 0.0f ? x : 0.0f) : x;
             byte |= (v[j] > 0.0f && blockCol + threadCol * TN + j < N) ? (1u << j) : 0u;
         }
         if (cRow < M) {
@@ -130,7 +133,7 @@ gemm_relu_kernel(const float* A, const float* B, const float* bias, float* C, ui
                 }
             }
         }
-        if (!EPI) continue;
+        if (!epi) continue;
         // 4 adjacent lanes (threadCol % 4 = 0..3) hold the 4 bytes of one 32-column word. Every lane
         // reaches the shuffles (rows past M included): only the stores are guarded.
         uint32_t word = byte << (8 * (threadCol % 4));
@@ -149,14 +152,14 @@ static bool useVec(int N, int K, const void* A, const void* B, const void* C) {
 extern "C" void gemm_relu(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
                           int M, int N, int K, cudaStream_t stream) {
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    if (useVec(N, K, A, B, C)) gemm_relu_kernel<true, true><<<grid, NUM_THREADS, 0, stream>>>(A, B, bias, C, mask, M, N, K);
-    else                       gemm_relu_kernel<false, true><<<grid, NUM_THREADS, 0, stream>>>(A, B, bias, C, mask, M, N, K);
+    if (useVec(N, K, A, B, C)) gemm_relu_kernel<true><<<grid, NUM_THREADS, 0, stream>>>(A, B, bias, C, mask, M, N, K, true);
+    else                       gemm_relu_kernel<false><<<grid, NUM_THREADS, 0, stream>>>(A, B, bias, C, mask, M, N, K, true);
 }
 
 // The same GEMM without the epilogue (04's store): what the grader times, followed by the separate
 // pass of 07a_bias_relu_pass.cu, against gemm_relu above.
 extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    if (useVec(N, K, A, B, C)) gemm_relu_kernel<true, false><<<grid, NUM_THREADS, 0, stream>>>(A, B, nullptr, C, nullptr, M, N, K);
-    else                       gemm_relu_kernel<false, false><<<grid, NUM_THREADS, 0, stream>>>(A, B, nullptr, C, nullptr, M, N, K);
+    if (useVec(N, K, A, B, C)) gemm_relu_kernel<true><<<grid, NUM_THREADS, 0, stream>>>(A, B, nullptr, C, nullptr, M, N, K, false);
+    else                       gemm_relu_kernel<false><<<grid, NUM_THREADS, 0, stream>>>(A, B, nullptr, C, nullptr, M, N, K, false);
 }
