@@ -255,7 +255,9 @@ def _to_cpu(case: checks.Case) -> checks.Case:
 def _own_gemm_then_pass(mod: KernelModule, pass_mod: KernelModule, ins: dict, dims: dict):
     """gemm_relu's unfused alternative, from the submission's own GEMM: its `gemm` launcher (the same
     main loop without the epilogue), then a separate bias + ReLU + mask pass over C (07a). Returns
-    (GEMM then pass, GEMM alone)."""
+    (GEMM then pass, GEMM alone, the fused kernel with a bias that makes every output positive).
+    The last is what the GEMM alone is held to (grade: a `gemm` slowed to inflate the baseline): on the
+    H200 the fused kernel storing ReLU's zeros ran 5-12 % faster than the same kernel storing A . B."""
     if not hasattr(mod.launch, "gemm"):
         raise LauncherError(
             "the timed run compares gemm_relu with your own GEMM followed by a separate bias + ReLU + mask "
@@ -275,7 +277,13 @@ def _own_gemm_then_pass(mod: KernelModule, pass_mod: KernelModule, ins: dict, di
         gemm()
         pass_mod.launch.bias_relu_mask(c, ins["bias"], y, mask)
 
-    return gemm_then_pass, gemm
+    positive = torch.full_like(ins["bias"], 1e4)  # |A . B| is far below it at the timed shape
+    c2, mask2 = torch.empty_like(c), torch.empty_like(mask)
+
+    def fused_dense():
+        mod.launch.gemm_relu(ins["A"], ins["B"], positive, c2, mask2)
+
+    return gemm_then_pass, gemm, fused_dense
 
 
 def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) -> tuple[dict, dict]:
@@ -298,7 +306,7 @@ def time_kernels(mod: KernelModule, baseline: KernelModule | None, req: dict) ->
         if m is None:
             continue
         if label == "baseline" and req.get("baseline_epilogue") == "own_gemm_then_pass":
-            calls["baseline"], calls["gemm_alone"] = _own_gemm_then_pass(mod, m, ins, dims)
+            calls["baseline"], calls["gemm_alone"], calls["fused_dense"] = _own_gemm_then_pass(mod, m, ins, dims)
             continue
         bufs = {}
         steps = []

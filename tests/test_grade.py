@@ -203,6 +203,52 @@ CPU_EXPECT = {
         r"the kernel reads C\[0\]\[0\] at gemm_nan_means_unwritten\.cu:10 .*before anything wrote it",
     ),
     "good_relu_mask_memset_then_atomic_and.cu": (True, True, True, r"^correct on every shape; access counts"),
+    # races through cudaMalloc blocks (watched as the outputs are during a launch), and the order a flag gives
+    "splitk_scratch_plain_add.cu": (
+        True,
+        False,
+        False,
+        r"global-memory race on element \d+ \(4-byte words\) of the cudaMalloc block allocated at line 21: .* of "
+        r"block \(0,0,1\) reads it at splitk_scratch_plain_add\.cu:11, but .* of block \(0,0,0\) wrote it",
+    ),
+    "block_order_scratch.cu": (
+        True,
+        False,
+        False,
+        r"global-memory race on element \d+ .* of the cudaMalloc block allocated at line 21: .* reads it at "
+        r"block_order_scratch\.cu:13, but .* of block \(0,0,0\) wrote it at block_order_scratch\.cu:7(.|\n)*"
+        r"Blocks run in any order",
+    ),
+    "splitk_last_slice_reads_scratch.cu": (
+        True,
+        False,
+        False,
+        r"race on element 0 .* of block \(0,0,2\) reads it at splitk_last_slice_reads_scratch\.cu:13, but .* wrote "
+        r"it at splitk_last_slice_reads_scratch\.cu:12",
+    ),
+    "scratch_zeroed_by_block0.cu": (
+        True,
+        False,
+        False,
+        r"race on element 0 .* atomically updates it at scratch_zeroed_by_block0\.cu:15, but .* of block \(0,0,0\) "
+        r"wrote it at scratch_zeroed_by_block0\.cu:7",
+    ),
+    "good_serial_splitk_flag.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    "good_splitk_last_block_fence.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    "splitk_last_block_no_fence.cu": (
+        True,
+        False,
+        False,
+        r"race on element 0 .* of block \(0,0,2\) reads it at splitk_last_block_no_fence\.cu:22, but .* of block "
+        r"\(0,0,0\) wrote it at splitk_last_block_no_fence\.cu:12",
+    ),
+    "splitk_flag_released_early.cu": (
+        True,
+        False,
+        False,
+        r"global-memory race on C\[0\]\[0\]: .* of block \(0,0,1\) reads it at splitk_flag_released_early\.cu:20, but "
+        r".* of block \(0,0,0\) wrote it at splitk_flag_released_early\.cu:19",
+    ),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
@@ -253,6 +299,16 @@ GPU_UNDEFINED |= {"host_memcpy_chk.cu"}
 GPU_UNDEFINED |= {"splitk_exch_then_add.cu"}
 # ...and an output read before it is written: right wherever the buffer holds what the grader's poison holds
 GPU_UNDEFINED |= {"relu_mask_reads_output_first.cu", "relu_mask_atomic_and.cu", "gemm_nan_means_unwritten.cu"}
+# ...and races between blocks through scratch memory, or a flag that orders too little: timing (a missing fence
+# seldom shows)
+GPU_UNDEFINED |= {
+    "splitk_scratch_plain_add.cu",
+    "block_order_scratch.cu",
+    "splitk_last_slice_reads_scratch.cu",
+    "scratch_zeroed_by_block0.cu",
+    "splitk_last_block_no_fence.cu",
+    "splitk_flag_released_early.cu",
+}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension",
     "unwritten_tail.cu": r"never written",
@@ -532,10 +588,11 @@ def test_gemm_relu_speed_verdict_is_the_fusion_against_its_own_gemm():
     ex = exercises.get("gemm_relu")
     assert ex.threshold > 1.0 and ex.baseline_epilogue == "own_gemm_then_pass"
 
-    def verdict(fused_ms, gemm_ms, pass_ms=0.05):
+    def verdict(fused_ms, gemm_ms, pass_ms=0.05, dense_ms=None):
         t = {
             "kernel": {"median_ms": fused_ms, "host_ms": fused_ms},
             "gemm_alone": {"median_ms": gemm_ms},
+            "fused_dense": {"median_ms": dense_ms or fused_ms},
             "baseline": {"median_ms": gemm_ms + pass_ms},
             "cublas": {"median_ms": fused_ms},
         }
@@ -549,6 +606,10 @@ def test_gemm_relu_speed_verdict_is_the_fusion_against_its_own_gemm():
     assert not lost.passed and "too slow" in lost.message and lost.hint == ex.slow_hint
     sandbagged = verdict(0.36, 0.60)  # a slow `gemm` would make any fused kernel look like a win
     assert not sandbagged.passed and "slower than your fused" in sandbagged.message
+    # storing ReLU's zeros is faster (H200): the GEMM alone is held to the fused kernel with positive outputs
+    zeros_faster = verdict(0.33, 0.35, dense_ms=0.355)
+    assert zeros_faster.passed, zeros_faster.message
+    assert not verdict(0.33, 0.45, dense_ms=0.355).passed  # still caught, whatever the zeros
     missing = grade.Result("gemm_relu", "cuda", compiled=True, correct=True, threshold=ex.threshold)
     grade._verdict_speed(missing, ex, sandbox.ChildRun(messages=[({"timing_unavailable": "define gemm"}, {})]))
     assert missing.correct and not missing.passed and "not timed: define gemm" in missing.message
