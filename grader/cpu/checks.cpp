@@ -226,6 +226,7 @@ void checks_new_block() {
         if (!r.dynamic) std::memset(reinterpret_cast<void*>(r.lo), 0xff, r.hi - r.lo);
     std::memset(g_dyn_smem, 0xff, g_launch.smem);  // extern __shared__ too (it held block (0,0)'s data)
     pipeline_new_block();  // before anything runs: no copy of a previous block is left in flight
+    globals_new_block();
     profile_new_block();
     update_window();
 }

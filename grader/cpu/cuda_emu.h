@@ -107,14 +107,16 @@ CUDA_EMU_API int device_attribute(int attr, int* value);  // cudaDeviceGetAttrib
 CUDA_EMU_API void trap(int line, const char* what);
 // Atomics tell the output race detector (globals.cpp) what they touch: an atomic against a plain
 // load or store of the same word by an unordered thread is a race; two atomics are not.
-// op: 1 add/sub, 2 exch, 3 min, 4 max, 5 or, 6 and, 7 xor; 0 cas/inc/dec (locks, queues: never a conflict).
+// op: 1 add/sub, 2 exch, 3 min, 4 max, 5 or, 6 and, 7 xor; 0 cas/inc/dec (locks, queues: never a conflict), and an
+// atomic that changes nothing (an add of 0: a read).
 // Two unordered atomics of different ops (1-7) on a word do not commute: a race too.
 CUDA_EMU_API void atomic_access(const void* p, size_t n, const void* pc, int op = 0);
+CUDA_EMU_API void thread_fence();  // __threadfence()
 // The emulated GPU's memory calls (globals.cpp): cudaMalloc's blocks are device memory (host code
 // that touches them is reported, as on a GPU it faults); a copy of host memory into an output, and
 // a copy or memset into an input, are reported with the caller's line. kind: 0 memcpy, 1 memset,
 // 2 to a symbol, 3 from a symbol.
-CUDA_EMU_API void* device_malloc(size_t n);
+CUDA_EMU_API void* device_malloc(size_t n, int line);  // line: the cudaMalloc's, for messages
 CUDA_EMU_API void device_free(void* p);
 CUDA_EMU_API void device_copy(void* d, const void* s, size_t n, int kind, int value, int line);
 // cudaMemcpy2D / cudaMemset2D (kind 0 / 1): `height` rows of `width` bytes, `dpitch` (`spitch`) bytes apart; each
@@ -201,7 +203,10 @@ template <class T> static inline unsigned __match_all_sync(unsigned m, T v, int*
     return r;
 }
 #define __trap() ::cuda_emu::trap(__LINE__, "__trap()")
-#define __threadfence() ((void)0)
+// A fence orders the thread's earlier global accesses before its later ones for every block (the race detector's
+// release and acquire through atomics: globals.cpp); within a block it orders nothing a barrier does not.
+#define __threadfence() ::cuda_emu::thread_fence()
+#define __threadfence_system() ::cuda_emu::thread_fence()
 #define __threadfence_block() ((void)0)
 
 // ---- math and bit intrinsics ------------------------------------------------------
@@ -294,17 +299,18 @@ static inline long long clock64() { return (long long)std::clock(); }
 // ---- atomics: a fiber never switches inside one, so plain RMW is atomic -----------
 // CUDA_EMU_AT: the output race detector sees the atomic (the return address names the caller's line).
 #define CUDA_EMU_AT(p, op) ::cuda_emu::atomic_access((p), sizeof *(p), __builtin_return_address(0), (op))
+// An add, sub, or or xor of 0 (an and of all ones) changes nothing: a read (op 0), such as a spin on a flag.
 #define CUDA_EMU_ATOMICS(T)                                                                       \
-    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { CUDA_EMU_AT(p, 1); T o = *p; *p = o + v; return o; }     \
-    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { CUDA_EMU_AT(p, 1); T o = *p; *p = o - v; return o; }     \
+    CUDA_EMU_ATOMIC T atomicAdd(T* p, T v) { CUDA_EMU_AT(p, v == (T)0 ? 0 : 1); T o = *p; *p = o + v; return o; } \
+    CUDA_EMU_ATOMIC T atomicSub(T* p, T v) { CUDA_EMU_AT(p, v == (T)0 ? 0 : 1); T o = *p; *p = o - v; return o; } \
     CUDA_EMU_ATOMIC T atomicExch(T* p, T v) { CUDA_EMU_AT(p, 2); T o = *p; *p = v; return o; }        \
     CUDA_EMU_ATOMIC T atomicMin(T* p, T v) { CUDA_EMU_AT(p, 3); T o = *p; *p = v < o ? v : o; return o; } \
     CUDA_EMU_ATOMIC T atomicMax(T* p, T v) { CUDA_EMU_AT(p, 4); T o = *p; *p = o < v ? v : o; return o; } \
     CUDA_EMU_ATOMIC T atomicCAS(T* p, T c, T v) { CUDA_EMU_AT(p, 0); T o = *p; if (o == c) *p = v; return o; }
 #define CUDA_EMU_BIT_ATOMICS(T)                                                                   \
-    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { CUDA_EMU_AT(p, 5); T o = *p; *p = o | v; return o; }      \
-    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { CUDA_EMU_AT(p, 6); T o = *p; *p = o & v; return o; }     \
-    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { CUDA_EMU_AT(p, 7); T o = *p; *p = o ^ v; return o; }
+    CUDA_EMU_ATOMIC T atomicOr(T* p, T v) { CUDA_EMU_AT(p, v == (T)0 ? 0 : 5); T o = *p; *p = o | v; return o; } \
+    CUDA_EMU_ATOMIC T atomicAnd(T* p, T v) { CUDA_EMU_AT(p, v == (T)~(T)0 ? 0 : 6); T o = *p; *p = o & v; return o; } \
+    CUDA_EMU_ATOMIC T atomicXor(T* p, T v) { CUDA_EMU_AT(p, v == (T)0 ? 0 : 7); T o = *p; *p = o ^ v; return o; }
 CUDA_EMU_ATOMICS(int)
 CUDA_EMU_ATOMICS(unsigned)
 CUDA_EMU_ATOMICS(unsigned long long)
@@ -341,15 +347,19 @@ enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
                          cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
 // The copies and memsets go through the runtime (not instrumented: host code's own loads and stores of
 // device memory are what the access hooks report), with the caller's line as a default argument.
-static inline cudaError_t cudaMalloc(void** p, size_t n) {
-    *p = ::cuda_emu::device_malloc(n);
+static inline cudaError_t cudaMalloc(void** p, size_t n, int line = __builtin_LINE()) {
+    *p = ::cuda_emu::device_malloc(n, line);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-template <class T> static inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc((void**)p, n); }
+template <class T> static inline cudaError_t cudaMalloc(T** p, size_t n, int line = __builtin_LINE()) {
+    return cudaMalloc((void**)p, n, line);
+}
 static inline cudaError_t cudaFree(void* p) { ::cuda_emu::device_free(p); return cudaSuccess; }
-static inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
-template <class T> static inline cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s) {
-    return cudaMallocAsync((void**)p, n, s);
+static inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t, int line = __builtin_LINE()) {
+    return cudaMalloc(p, n, line);
+}
+template <class T> static inline cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s, int line = __builtin_LINE()) {
+    return cudaMallocAsync((void**)p, n, s, line);
 }
 static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 static inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind, int line = __builtin_LINE()) {
@@ -385,12 +395,14 @@ static inline cudaError_t cudaMemset2DAsync(void* d, size_t pitch, int v, size_t
     return ::cuda_emu::device_copy2d(d, pitch, nullptr, pitch, width, height, 1, v, line);
 }
 // Rows padded to the GPU's pitch alignment (512 bytes on an H200).
-static inline cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+static inline cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height,
+                                          int line = __builtin_LINE()) {
     *pitch = ::cuda_emu::device_pitch(width);
-    return cudaMalloc(p, *pitch * (height ? height : 1));
+    return cudaMalloc(p, *pitch * (height ? height : 1), line);
 }
-template <class T> static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
-    return cudaMallocPitch((void**)p, pitch, width, height);
+template <class T> static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height,
+                                                             int line = __builtin_LINE()) {
+    return cudaMallocPitch((void**)p, pitch, width, height, line);
 }
 template <class T> static inline cudaError_t cudaMemcpyToSymbol(T& sym, const void* s, size_t n, size_t off = 0,
                                                                  cudaMemcpyKind = cudaMemcpyHostToDevice,

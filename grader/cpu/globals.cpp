@@ -7,9 +7,13 @@
 // blocks (or unordered threads of one block) adds up correctly on the CPU and loses updates on
 // a GPU. While a launch runs, every load and store to an output is checked, as the shared-memory
 // detector does: a thread that reads an element another thread wrote in this launch, or writes
-// one another thread read, with nothing ordering the two (threads of different blocks never are;
+// one another thread read, with nothing ordering the two (threads of different blocks are not, but
+// through an atomic flag: a release after a __threadfence(), an acquire that sees it, then a fence;
 // within a block a __syncthreads() or a warp sync of both lanes), is a race. Two writes of
 // different values are one too (checked when the launch ends: equal values are harmless).
+// The cudaMalloc blocks are watched as the outputs are while a launch runs (a split-K's scratch
+// sums, a block reading what another staged there); a read of an output word that nothing wrote in
+// this launcher call (store, atomic, cudaMemset, copy) is reported whatever the grader's poison is.
 // Atomics (cuda_emu.h calls atomic_access) are atomic accesses: an atomic and a plain load or store of
 // the same word by unordered threads race (a split-K whose first slice stores and the others atomicAdd is
 // right only if the store comes first), and so do two atomics of kinds that do not commute (an atomicExch
@@ -25,6 +29,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 namespace cuda_emu {
@@ -36,11 +41,16 @@ namespace {
 
 struct Output {
     uintptr_t lo, hi;
-    std::string name;  // the launcher's parameter: C, Y, mask, dX
-    int cols;          // elements per row (0: one-dimensional)
+    std::string name;      // the launcher's parameter: C, Y, mask, dX
+    int cols;              // elements per row (0: one-dimensional)
+    bool scratch = false;  // a cudaMalloc block, watched during a launch as the outputs are
+    int line = 0;          // ... and the line of its cudaMalloc
 };
+// The launcher's outputs, then (while a launch runs) the cudaMalloc blocks: a race through a scratch buffer (a
+// split-K's partial sums, a block reading what another block staged there) is one on a GPU too.
 std::vector<Output> g_outputs;
-uintptr_t g_out_lo = 0, g_out_hi = 0;
+size_t g_n_outputs = 0;  // how many of g_outputs are the launcher's outputs
+uintptr_t g_out_lo = 0, g_out_hi = 0, g_outputs_lo = 0, g_outputs_hi = 0;  // all watched; the outputs alone
 
 struct GShadow {  // one per 4-byte word of an output
     uint64_t w_clock = 0, r_clock = 0, r2_clock = 0;
@@ -62,6 +72,8 @@ struct AShadow {  // one per 4-byte word of an output that an atomic touched: th
     uint32_t who = 0, who2 = 0;
     const void *pc = nullptr, *pc2 = nullptr;
     uint8_t op = 0, op2 = 0;  // cuda_emu.h's atomic_access op of each
+    int rel = -1;             // the release (g_releases) of the last fenced atomic on it, at rel_clock
+    uint64_t rel_clock = 0;
 };
 
 const char* op_name(int op) {
@@ -90,25 +102,70 @@ std::string who_name(uint32_t who) {
 
 std::string element(const Output& b, size_t word) {
     size_t i = word;  // 4-byte elements: float, int32 and uint32 outputs
+    if (b.scratch)
+        return "element " + std::to_string(i) + " (4-byte words) of the cudaMalloc block allocated at line " +
+               std::to_string(b.line);
     if (b.cols > 0) return b.name + "[" + std::to_string(i / b.cols) + "][" + std::to_string(i % b.cols) + "]";
     return b.name + "[" + std::to_string(i) + "]";
+}
+
+// ---- ordering between blocks: release and acquire through atomics --------------------------------------------
+// Blocks of a launch are unordered, except through memory: a block's accesses that a __threadfence() orders
+// before an atomic of one of its threads (the release) are ordered before whatever a thread of another block
+// does after an atomic of its own on that word, which sees the value (the acquire); the acquiring block's other
+// threads are ordered after it once a __syncthreads() follows the acquire. So a serial split-K whose slices wait
+// on a flag, and the Programming Guide's last-block reduction (__threadfence(), then atomicInc on a counter),
+// pass; without the release's fence nothing is ordered (the flag may be seen before the data).
+struct Release {
+    uint32_t block;                // block linear id of the releasing thread
+    std::vector<uint64_t> upto;    // per thread of that block: its accesses up to this clock are released
+    std::vector<int> prior;        // the releases that block had acquired (and theirs): ordered before this one
+};
+std::vector<Release> g_releases;  // this launch's
+struct Acquire { int release; int thread; uint64_t clock; };
+std::vector<Acquire> g_acquires;  // the running block's
+std::vector<uint64_t> g_fence;    // per thread of the running block: the clock of its last __threadfence(), or 0
+
+bool released(const Release& r, uint32_t who, uint64_t clock) {
+    const unsigned n = (unsigned)g_launch.nthreads;
+    if (r.block == who / n && clock <= r.upto[who % n]) return true;
+    for (int p : r.prior) {
+        const Release& q = g_releases[p];
+        if (q.block == who / n && clock <= q.upto[who % n]) return true;
+    }
+    return false;
+}
+
+// Thread `me` (of the running block) acquired, itself or for its block's other threads before a barrier, a release
+// that holds what `who` did at `clock`.
+bool acquired(uint32_t who, uint64_t clock, uint32_t me) {
+    const int t = (int)(me % (unsigned)g_launch.nthreads);
+    for (const Acquire& a : g_acquires)
+        if ((a.thread == t || g_block_sync > a.clock) && released(g_releases[a.release], who, clock)) return true;
+    return false;
 }
 
 // Is what thread `who` did at `clock` ordered before the running thread's access?
 bool ordered(uint32_t who, uint64_t clock, uint32_t me) {
     if (who == me) return true;
     unsigned n = (unsigned)g_launch.nthreads;
-    if (who / n != me / n) return false;  // another block
+    if (who / n != me / n) return !g_acquires.empty() && acquired(who, clock, me);  // another block
     if (clock < g_block_sync) return true;  // a __syncthreads() since
     int a = (int)(who % n), b = (int)(me % n);
     return a / 32 == b / 32 && warp_synced(a, clock, b);
 }
 
+const char* const kOtherBlock =
+    "Blocks run in any order on a GPU, and at the same time: what one block writes is there for another only in a "
+    "later launch, or after an atomic flag that the writer sets after a __threadfence() and the reader waits for. "
+    "To add up partial sums use atomicAdd; else split the kernel in two, or have every block compute what it reads";
+
 [[noreturn]] void race(const Output& b, size_t word, const char* what_me, const void* pc, uint32_t other,
                        const char* what_other, const void* opc, uint32_t me, bool atomic = false,
                        const char* advice = nullptr) {
     report("global-memory race on %s: %s %s it at %s, but %s %s it at %s in the same launch, and nothing orders "
-           "the two (threads of different blocks never are; in a block only __syncthreads() is). %s",
+           "the two (threads of different blocks are not, but through an atomic flag and __threadfence(); in a block "
+           "only __syncthreads() is). %s",
            element(b, word).c_str(), who_name(me).c_str(), what_me, source_line(pc).c_str(),
            who_name(other).c_str(), what_other, source_line(opc).c_str(),
            advice ? advice
@@ -149,6 +206,34 @@ void check_atomics(const Output& b, size_t w, const char* what_me, const void* p
         race(b, w, what_me, pc, t.who2, "atomically updated", t.pc2, me, true);
 }
 
+constexpr size_t kMaxReleases = 1 << 16;
+
+// A release by the running thread: what its block did that a __threadfence() orders before now.
+int release() {
+    const int n = g_launch.nthreads, t = g_linear;
+    const uint64_t mine = g_fence[t];
+    // the thread's fence after the last barrier also orders what the block did before that barrier
+    const uint64_t all = mine >= g_block_sync ? g_block_sync - 1 : 0;
+    Release r{block_linear(blockIdx), std::vector<uint64_t>(n), {}};
+    for (int k = 0; k < n; ++k)  // another thread's accesses before its own fence, with a barrier since
+        r.upto[k] = std::max(k == t ? mine : g_fence[k] && g_fence[k] < g_block_sync ? g_fence[k] : 0, all);
+    for (const Acquire& a : g_acquires) {
+        r.prior.push_back(a.release);
+        r.prior.insert(r.prior.end(), g_releases[a.release].prior.begin(), g_releases[a.release].prior.end());
+    }
+    std::sort(r.prior.begin(), r.prior.end());
+    r.prior.erase(std::unique(r.prior.begin(), r.prior.end()), r.prior.end());
+    g_releases.push_back(std::move(r));
+    return (int)g_releases.size() - 1;
+}
+
+// The running thread's atomic on a word that holds another block's release: an acquire.
+void acquire(const AShadow& t, uint32_t me) {
+    if (t.rel < 0 || t.rel_clock < g_launch_clock || g_releases[t.rel].block == me / (uint32_t)g_launch.nthreads) return;
+    if (!g_acquires.empty() && g_acquires.back().release == t.rel && g_acquires.back().thread == g_linear) return;
+    g_acquires.push_back(Acquire{t.rel, g_linear, g_clock});
+}
+
 void global_atomic(const void* p, size_t n, const void* pc, int op) {
     uintptr_t a = (uintptr_t)p;
     const Output* b = find_output(a);
@@ -163,9 +248,10 @@ void global_atomic(const void* p, size_t n, const void* pc, int op) {
     const char* what = "atomically updates";
     for (size_t w = (a - b->lo) / 4; w <= (a + n - 1 - b->lo) / 4 && w < sh.size(); ++w) {
         GShadow& s = sh[w];
+        acquire(ash[w], me);
         // an exchange ignores the old value (unless the kernel uses what it returns: not seen here); the others
         // combine it with theirs
-        if (s.set_call != g_call && op != 2) unset_read(*b, w, "atomically updates", pc, me);
+        if (s.set_call != g_call && op != 2 && !b->scratch) unset_read(*b, w, "atomically updates", pc, me);
         s.set_call = g_call;
         if (s.w_clock >= L && !ordered(s.w_who, s.w_clock, me)) race(*b, w, what, pc, s.w_who, "wrote", s.w_pc, me, true);
         if (s.r_clock >= L && !ordered(s.r_who, s.r_clock, me)) race(*b, w, what, pc, s.r_who, "read", s.r_pc, me, true);
@@ -185,6 +271,10 @@ void global_atomic(const void* p, size_t n, const void* pc, int op) {
         }
         if (t.clock < L || t.who == me) { t.who = me; t.clock = g_clock; t.pc = pc; t.op = (uint8_t)op; }
         else { t.who2 = me; t.clock2 = g_clock; t.pc2 = pc; t.op2 = (uint8_t)op; }
+        if (g_fence[g_linear] && g_releases.size() < kMaxReleases) {  // a fenced atomic: a release
+            t.rel = release();
+            t.rel_clock = g_clock;
+        }
     }
 }
 
@@ -197,8 +287,10 @@ struct Buf {
 };
 std::vector<Buf> g_bufs;       // every buffer the launcher call was given
 bool g_device = false;         // ... and they are device memory (flags bit 1: not a host exercise)
-struct Span { uintptr_t lo, hi; };
-std::vector<Span> g_blocks;    // cudaMalloc's blocks
+struct Span { uintptr_t lo, hi; int line = 0; };
+std::vector<Span> g_blocks;    // cudaMalloc's blocks (line: the cudaMalloc's)
+// the race detector's shadows of each cudaMalloc block, kept between launches (clocks tell stale entries)
+std::unordered_map<uintptr_t, std::pair<std::vector<GShadow>, std::vector<AShadow>>> g_scratch_shadow;
 std::vector<Span> g_tainted;   // device memory a host copy filled, no kernel launched since
 bool g_host_reported = false;  // this launcher call's host code already reported
 bool g_in_launch = false;
@@ -305,11 +397,11 @@ static void mem_range(void* d, const void* s, size_t n, const void* pc) {
     }
 }
 
-void* device_malloc(size_t n) {
+void* device_malloc(size_t n, int line) {
     size_t bytes = (n + 255) / 256 * 256 + 256;
     void* p = std::aligned_alloc(256, bytes);
     if (p) {
-        g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + bytes});
+        g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + bytes, line});
         update_host_window();
     }
     return p;
@@ -321,6 +413,7 @@ void device_free(void* p) {
         if (g_blocks[i].lo == (uintptr_t)p) {
             const Span b = g_blocks[i];
             g_blocks.erase(g_blocks.begin() + i);
+            g_scratch_shadow.erase(b.lo);
             g_tainted.erase(std::remove_if(g_tainted.begin(), g_tainted.end(),
                                            [&](const Span& t) { return overlaps(b.lo, b.hi, t.lo, t.hi - t.lo); }),
                             g_tainted.end());
@@ -419,8 +512,10 @@ void global_access(const void* p, size_t n, bool write, const void* pc) {
         GShadow& s = sh[w];
         bool wrote = s.w_clock >= L && !ordered(s.w_who, s.w_clock, me);
         if (!write) {
-            if (wrote) race(*b, w, "reads", pc, s.w_who, "wrote", s.w_pc, me);
-            if (s.set_call != g_call) unset_read(*b, w, "reads", pc, me);
+            if (wrote)
+                race(*b, w, "reads", pc, s.w_who, "wrote", s.w_pc, me, false,
+                     s.w_who / (uint32_t)g_launch.nthreads == me / (uint32_t)g_launch.nthreads ? nullptr : kOtherBlock);
+            if (s.set_call != g_call && !b->scratch) unset_read(*b, w, "reads", pc, me);
             if (atomics) check_atomics(*b, w, "reads", pc, me);
             if (s.r_clock < L || s.r_who == me) { s.r_who = me; s.r_clock = g_clock; s.r_pc = pc; }
             else { s.r2_who = me; s.r2_clock = g_clock; s.r2_pc = pc; }
@@ -450,6 +545,51 @@ void globals_new_launch() {
     for (const Buf& b : g_bufs)
         if (!b.output) lo = std::min(lo, b.lo), hi = std::max(hi, b.hi);
     if (hi > lo) { g_in_lo = lo; g_in_span = hi - lo; }
+    g_releases.clear();
+    if (!g_race_outputs) return;
+    // the cudaMalloc blocks are watched as the outputs are, for this launch (with the shadows they had)
+    g_outputs.resize(g_n_outputs);
+    g_outputs.reserve(g_n_outputs + g_blocks.size());
+    for (const Span& blk : g_blocks) {
+        g_outputs.push_back(Output{blk.lo, blk.hi, "", 0, true, blk.line});
+        g_out_lo = std::min(g_out_lo, blk.lo);
+        g_out_hi = std::max(g_out_hi, blk.hi);
+    }
+    g_shadow.resize(std::max(g_shadow.size(), g_outputs.size()));
+    g_ashadow.resize(std::max(g_ashadow.size(), g_outputs.size()));
+    for (size_t i = g_n_outputs; i < g_outputs.size(); ++i) {
+        auto& kept = g_scratch_shadow[g_outputs[i].lo];
+        g_shadow[i].swap(kept.first);
+        g_ashadow[i].swap(kept.second);
+        size_t words = (g_outputs[i].hi - g_outputs[i].lo + 3) / 4;
+        if (g_shadow[i].size() < words) g_shadow[i].resize(words);
+        if (!g_ashadow[i].empty() && g_ashadow[i].size() < words) g_ashadow[i].resize(words);
+    }
+}
+
+// The scratch blocks' shadows back to where they are kept; only the outputs are watched between launches.
+static void unwatch_scratch() {
+    for (size_t i = g_n_outputs; i < g_outputs.size(); ++i) {
+        auto& kept = g_scratch_shadow[g_outputs[i].lo];
+        g_shadow[i].swap(kept.first);
+        g_ashadow[i].swap(kept.second);
+        g_shadow[i].clear();
+        g_ashadow[i].clear();
+    }
+    g_outputs.resize(g_n_outputs);
+    g_out_lo = g_outputs_lo;
+    g_out_hi = g_outputs_hi;
+}
+
+void globals_new_block() {
+    g_fence.assign(g_launch.nthreads, 0);
+    g_acquires.clear();
+}
+
+void thread_fence() {
+    if (!g_in_launch || (size_t)g_linear >= g_fence.size()) return;  // host code's: orders nothing here
+    g_fence[g_linear] = g_clock;
+    ++g_clock;  // the thread's later accesses come after it
 }
 
 void globals_window(uintptr_t& lo, uintptr_t& span) {
@@ -465,14 +605,15 @@ void globals_end_launch() {
     g_in_lo = g_in_span = 0;
     g_in_launch = false;
     update_host_window();
+    struct Unwatch { ~Unwatch() { unwatch_scratch(); } } unwatch;  // after the suspects, which point into g_outputs
     if (g_abort) return;  // the first error is the one reported
     for (const Suspect& s : g_suspects) {
         uint32_t now;
         std::memcpy(&now, (const void*)(s.buf->lo + s.word * 4), 4);
         if (now == s.first_value) continue;  // both wrote the same value
         report("global-memory race on %s: %s wrote it at %s and %s wrote a different value at %s in the same "
-               "launch, with nothing ordering the two (threads of different blocks never are; in a block only "
-               "__syncthreads() is). On a GPU either value may be the one left: give every element one thread "
+               "launch, with nothing ordering the two (threads of different blocks are not, but through an atomic flag "
+               "and __threadfence(); in a block only __syncthreads() is). On a GPU either value may be the one left: give every element one thread "
                "that writes it", element(*s.buf, s.word).c_str(), who_name(s.first).c_str(),
                source_line(s.first_pc).c_str(), who_name(s.second).c_str(), source_line(s.second_pc).c_str());
         return;
@@ -510,6 +651,9 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
     }
     if (g_outputs.empty()) g_out_lo = 0;
     else ++g_call;  // a new launcher call: nothing in its outputs is set yet
+    g_n_outputs = g_outputs.size();
+    g_outputs_lo = g_out_lo;
+    g_outputs_hi = g_out_hi;
     if (g_shadow.size() < g_outputs.size()) g_shadow.resize(g_outputs.size());
     for (size_t i = 0; i < g_outputs.size(); ++i) {
         size_t words = (g_outputs[i].hi - g_outputs[i].lo + 3) / 4;

@@ -62,6 +62,7 @@ CUDA_EMU_API void globals_new_launch();   // before checks_new_launch (which ope
 CUDA_EMU_API void globals_window(uintptr_t& lo, uintptr_t& span);  // widens [lo, lo+span) to the outputs
 CUDA_EMU_API void global_access(const void* p, size_t n, bool write, const void* pc);  // ignores non-outputs
 CUDA_EMU_API void globals_end_launch();   // reports two unordered writes of different values
+CUDA_EMU_API void globals_new_block();    // a block starts: no fences, no acquires yet (from checks_new_block)
 // Device memory (globals.cpp): the launch's buffers (cuda_emu_set_outputs, flags bit 1) and
 // cudaMalloc's blocks. [g_host_lo, +g_host_span) covers them while no kernel runs (closed during a
 // launch, and after the first report of a launcher call): host code that touches them is reported

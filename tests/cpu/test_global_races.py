@@ -75,3 +75,23 @@ def test_untracked_buffers_are_not_checked(lib):
     lib.buffers()  # the launcher's arrays unnamed: nothing to check (a notebook's own calls)
     assert lib("blocks_add_launch", out) is None
     assert (out == 3).all()
+
+
+SUBS = HERE.parent / "submissions"
+
+
+def test_a_flag_orders_split_k_slices_only_after_a_fence():
+    """The serial split-K's flag (an atomic the next slice waits for) orders the slices' updates of C when a
+    __threadfence() comes before the release; without the fences the same kernel races (the flag may be seen
+    before the data)."""
+    src = (SUBS / "good_serial_splitk_flag.cu").read_text()
+    assert grade.grade("naive", src, backend="cpu", seed=1, scan=False).passed
+    r = grade.grade("naive", src.replace("__threadfence();", ""), backend="cpu", seed=1, scan=False)
+    assert not r.passed and "global-memory race on C[" in r.message and "block (0,0,1)" in r.message, r.message
+
+
+def test_without_the_barrier_after_the_acquire_the_other_threads_race():
+    src = (SUBS / "good_serial_splitk_flag.cu").read_text()
+    first = src.index("__syncthreads();")  # the one after thread 0's wait
+    r = grade.grade("naive", src[:first] + src[first + len("__syncthreads();"):], backend="cpu", seed=1, scan=False)
+    assert not r.passed and "global-memory race on C[" in r.message, r.message

@@ -1,4 +1,4 @@
-// BUG (depends on block order): block (0,0) copies all of B into a cudaMalloc scratch buffer; every
+// Known bad (depends on block order): block (0,0) copies all of B into a cudaMalloc scratch buffer; every
 // other block reads B from the scratch, assuming block (0,0) has already run. The CPU backend runs
 // blocks in order; a GPU does not (and has no grid-wide ordering inside a launch).
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
-// BUG (race): split-K over 4 blocks in z into a cudaMalloc scratch buffer with a plain
+// Known bad (race): split-K over 4 blocks in z into a cudaMalloc scratch buffer with a plain
 // read-modify-write (acc[i] += s) instead of atomicAdd; a second kernel copies it into C.
 // Blocks run one after another on the CPU, so no update is lost there; on a GPU they are.
 #include <cuda_runtime.h>

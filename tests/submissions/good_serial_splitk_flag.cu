@@ -1,4 +1,4 @@
-// HONEST (CUTLASS-style serial split-K): 2 K-slices in z; slice z waits on a per-tile flag until it
+// Known good (CUTLASS-style serial split-K): 2 K-slices in z; slice z waits on a per-tile flag until it
 // equals z (atomic load), adds its partial into C (slice 0 stores), __threadfence(), then releases
 // the flag to z+1. The flag orders the slices' accesses to C. Flags: cudaMalloc'd, zeroed per call.
 #include <cuda_runtime.h>
