@@ -577,7 +577,11 @@ def _died_message(run: sandbox.ChildRun, shape) -> str:
     )
 
 
-OWN_GEMM_SLACK = 1.03  # gemm_relu: the plain `gemm` may be at most this much slower than the fused kernel (noise)
+# gemm_relu: the plain `gemm` may be at most this much slower than the fused kernel. Not 1.03 (noise): on the
+# H200 (2026-12-02) kernels/07's gemm, the same compiled kernel with the epilogue switched off at run time,
+# ran 5-6 % slower than with it, with or without ReLU's zeros (cause not found). A `gemm` slowed by less
+# than this lets a kernel whose epilogue costs a little more than the separate pass still pass.
+OWN_GEMM_SLACK = 1.10
 LIBRARY_FACTOR = 10.0  # faster than cuBLAS / torch by this much: not believable
 HOST_FACTOR, HOST_SLACK_MS = 3.0, 0.5
 
@@ -663,7 +667,7 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
         )
         return
     alone = t.get("gemm_alone")  # gemm_relu: the submission's own GEMM without the epilogue
-    # held to the fused kernel with every output positive (storing ReLU's zeros is faster), else to the kernel
+    # held to the fused kernel with every output positive (the zeros are not what makes it faster; kept), else to the kernel
     dense_ms = t["fused_dense"]["median_ms"] if t.get("fused_dense") else k_ms
     if alone and alone["median_ms"] > OWN_GEMM_SLACK * dense_ms:
         res.message = (

@@ -256,8 +256,9 @@ def _own_gemm_then_pass(mod: KernelModule, pass_mod: KernelModule, ins: dict, di
     """gemm_relu's unfused alternative, from the submission's own GEMM: its `gemm` launcher (the same
     main loop without the epilogue), then a separate bias + ReLU + mask pass over C (07a). Returns
     (GEMM then pass, GEMM alone, the fused kernel with a bias that makes every output positive).
-    The last is what the GEMM alone is held to (grade: a `gemm` slowed to inflate the baseline): on the
-    H200 the fused kernel storing ReLU's zeros ran 5-12 % faster than the same kernel storing A . B."""
+    The last is what the GEMM alone is held to (grade: a `gemm` slowed to inflate the baseline): the same
+    work as the fused kernel with every output kept, so ReLU's zeros cannot make the fused kernel look
+    faster than the GEMM (on the H200 they did not: kernels/07 was 5-6 % faster than its gemm either way)."""
     if not hasattr(mod.launch, "gemm"):
         raise LauncherError(
             "the timed run compares gemm_relu with your own GEMM followed by a separate bias + ReLU + mask "
