@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import exercises, grade, submissions  # noqa: E402
+from grader import calibration, exercises, grade, submissions  # noqa: E402
 
 
 def candidates(ex: exercises.Exercise, extra: list[str]) -> dict[str, str]:
@@ -66,12 +66,13 @@ def main() -> int:
                 )
         shipped = [v for k, v in medians.items() if k == ex.reference or k.endswith(".ipynb")]
         if shipped:
-            thresholds[name] = round(exercises.CALIBRATION * min(shipped), 2)
-            print(
-                f"{name:<17} -> threshold {thresholds[name]:.2f}x ({exercises.CALIBRATION:.0%} of the slower "
-                f"shipped solution, {min(shipped):.3f}x)",
-                flush=True,
+            thresholds[name] = calibration.threshold_from(name, min(shipped))
+            how = (
+                f"the fixed bar {exercises.FIXED_BARS[name]:.2f}x, or 95 % of the slower shipped solution below it"
+                if name in exercises.FIXED_BARS
+                else f"{exercises.CALIBRATION:.0%} of the slower shipped solution"
             )
+            print(f"{name:<17} -> threshold {thresholds[name]:.2f}x ({how}, {min(shipped):.3f}x)", flush=True)
     if args.save:
         Path(args.save).write_text(json.dumps(thresholds, indent=1) + "\n")
         print(f"wrote {args.save}")

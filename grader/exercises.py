@@ -78,6 +78,9 @@ FUSION_THRESHOLD = 1.03
 # flush left the L2 full of dirty lines for the timed call, and its events timed the Python launcher's
 # overhead (grader.timing: the clean flush and the head start; kernels/README.md, "The ReLU pair").
 RELU_THRESHOLD = 1.0
+# Bars that mean something in themselves (beat PyTorch's pair; the fusion won), kept on every GPU where
+# the shipped solutions clear them, instead of 80 % of their speed-up (grader.calibration.measure).
+FIXED_BARS = {"relu_mask": RELU_THRESHOLD, "gemm_relu": FUSION_THRESHOLD}
 
 
 def _threshold(name: str) -> float:

@@ -101,3 +101,25 @@ def test_measured_calibration_passes_the_shipped_solutions(tmp_path, monkeypatch
     entry = calibration.measure(exercises.get("tiled"))
     assert entry["threshold"] <= 0.8 * min(entry["speedups"].values()) + 0.01
     assert set(entry["speedups"]) == set(exercises.SHIPPED_SPEEDUP_H200["tiled"])
+
+
+def test_a_fixed_bar_holds_on_other_gpus_where_the_shipped_solutions_clear_it():
+    # relu_mask's 1.00x means "beats PyTorch's pair" and gemm_relu's 1.03x "the fusion won": 80 % of a
+    # shipped 1.19x (0.95x) would let a slower pair pass. Below the bar, 95 % of the slower solution.
+    assert calibration.threshold_from("relu_mask", 1.19) == exercises.RELU_THRESHOLD == 1.0
+    assert calibration.threshold_from("gemm_relu", 1.11) == exercises.FUSION_THRESHOLD
+    assert calibration.threshold_from("relu_mask", 0.90) == 0.85  # a GPU where our pair loses
+    assert calibration.threshold_from("tiled", 1.60) == 1.28  # the others: 80 %
+
+
+def test_measure_uses_the_fixed_bar(monkeypatch):
+    from grader import grade
+
+    monkeypatch.setattr(calibration, "shipped_solutions", lambda ex: {"a.cu": "x", "b.ipynb": "y"})
+    speeds = {"x": 1.19, "y": 1.25}
+    monkeypatch.setattr(
+        grade, "grade", lambda name, src, **kw: grade.Result(name, "cuda", correct=True, speedup=speeds[src])
+    )
+    monkeypatch.setattr(calibration, "gpu_name", lambda: "Tesla T4")
+    assert calibration.measure(exercises.get("relu_mask"))["threshold"] == 1.0
+    assert calibration.measure(exercises.get("tiled"))["threshold"] == round(0.8 * 1.19, 2)
