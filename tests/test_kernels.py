@@ -245,3 +245,20 @@ def test_gemm_relu_on_cpu_backend(flags):
         ref = torch.relu(A.double() @ B.double() + bias.double())
         assert ((C.double() - ref).norm() / max(ref.norm().item(), 1e-30)).item() < 1e-4
         assert torch.equal(mask, pack_mask(C > 0))
+
+
+@pytest.mark.nvcc
+def test_the_standalone_relu_benchmark_builds(tmp_path):
+    # benchmarks/relu_bandwidth.cu is a program of its own (its figures are in kernels/README.md): CI has
+    # nvcc but no GPU, so it is only built here
+    if not NVCC:
+        pytest.skip("nvcc not found: compile checks skipped")
+    src = KERNELS.parent / "benchmarks" / "relu_bandwidth.cu"
+    proc = subprocess.run(
+        [NVCC, "-arch=sm_90", "-O3", "-o", str(tmp_path / "relu_bw"), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "warning" not in proc.stderr.lower(), proc.stderr[-2000:]
