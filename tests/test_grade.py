@@ -242,6 +242,25 @@ CPU_EXPECT = {
         r"race on element 0 .* of block \(0,0,2\) reads it at splitk_last_block_no_fence\.cu:22, but .* of block "
         r"\(0,0,0\) wrote it at splitk_last_block_no_fence\.cu:12",
     ),
+    # the access profile's sample: one block doing all of the work (uncoalesced) where the sample rarely looks;
+    # every block is counted then
+    "block0_does_all_uncoalesced.cu": (
+        True,
+        True,
+        False,
+        r"access profile at 256x256x256 misses this exercise's idea \(CPU backend: every block\):\n.*"
+        r"sectors_over_ideal_ld",
+    ),
+    "middle_block_does_all_uncoalesced.cu": (
+        True,
+        True,
+        False,
+        r"access profile at 256x256x256 misses this exercise's idea \(CPU backend: every block\):\n.*"
+        r"sectors_over_ideal_ld",
+    ),
+    # loads of one sector (broadcasts) padding an uncoalesced kernel: left out of sectors_over_ideal_ld
+    "profile_padding_broadcasts.cu": (True, True, False, r"misses this exercise's idea(.|\n)*sectors_over_ideal_ld = 8"),
+    "profile_padding_sector_loads.cu": (True, True, False, r"misses this exercise's idea(.|\n)*sectors_over_ideal_ld = 5"),
     "splitk_flag_released_early.cu": (
         True,
         False,
@@ -284,6 +303,10 @@ GPU_ANY_FAILURE = {
     "pipeline_misaligned.cu",  # a GPU's launch error: 'misaligned address'
     "host_side_gemm.cu",  # host code reading device memory: a crash
     "host_memcpy_gemm.cu",  # correct, but far too slow (or a time-out) at the timed size
+    "block0_does_all_uncoalesced.cu",  # one block does all the work: far too slow
+    "middle_block_does_all_uncoalesced.cu",
+    "profile_padding_broadcasts.cu",  # uncoalesced: too slow
+    "profile_padding_sector_loads.cu",
 }  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted

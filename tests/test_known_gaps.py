@@ -20,10 +20,8 @@ CASES = {
         False,
         "a kernel reading a plain host global (nvcc: undefined in device code)",
     ),
-    "a11_profile_padding_uncoalesced.cu": ("naive", False, "broadcast loads dilute sectors_over_ideal_ld"),
     "a13_host_compute_kernel_copy.cu": ("naive", False, "host work copied to C by a kernel (no taint through kernels)"),
     "a15b_gemm_relu_device_array_copy_loads.cu": ("gemm_relu", False, "host code writing __device__ arrays"),
-    "a17_block0_does_all_uncoalesced.cu": ("naive", False, "all the work in one block the sample misses"),
 }
 
 

@@ -55,7 +55,7 @@ void update_window() {
     g_race_block = (g_flags & 1) && g_block_checked;
     if (g_race_block || g_profile_block) { g_lo = g_all_lo; g_span = g_all_hi > g_all_lo ? g_all_hi - g_all_lo : 0; }
     else { g_lo = 0; g_span = 0; }
-    if (g_profile_block) profile_global_window(g_glo, g_gspan);
+    if (g_profile_block || g_profile_tally) profile_global_window(g_glo, g_gspan);
     else { g_glo = 0; g_gspan = 0; }
     globals_window(g_glo, g_gspan);  // and the outputs, for the race detector (every block)
 }
@@ -280,7 +280,10 @@ inline __attribute__((always_inline)) void on_access(void* p, size_t n, bool wri
     if (a - g_lo < g_span) access(p, n, write, pc);
     else if (a - g_glo < g_gspan) {
         if (g_race_outputs) global_access(p, n, write, pc);
-        if (!g_profile_block) return;
+        if (!g_profile_block) {
+            if (g_profile_tally) profile_tally(a, n, write);
+            return;
+        }
         int b = profile_buffer_of(a);
         if (b >= 0) profile_access(1, b, a, n, write, pc);
     }

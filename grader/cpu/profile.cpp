@@ -41,6 +41,7 @@
 
 namespace cuda_emu {
 bool g_profile_block = false;  // read by checks.cpp: record this block's accesses
+bool g_profile_tally = false;  // ... or, in a sampled launch, only count the bytes it loads (profile_tally)
 
 namespace {
 
@@ -68,6 +69,7 @@ struct Stats {
     double requests = 0, units = 0, ideal = 0, lanes = 0, bytes = 0;  // units: sectors or wavefronts
                                                                       // ideal: sectors or wavefronts
     double requests_as_written = 0, units_as_written = 0;             // before merging (shared)
+    double one_sector = 0;  // global: requests of one sector, their ideal (a broadcast, lanes within one sector)
 };
 
 struct Group {
@@ -93,6 +95,7 @@ struct LaunchProfile {
     long long blocks_total = 0, blocks_profiled = 0;
     std::string sample;            // how the blocks were chosen
     std::unordered_map<int, Stats> stats;  // site -> counts (scaled)
+    double loads_all = 0;          // bytes the lanes of every block loaded from the launch's buffers (not scaled)
 };
 
 // configuration (cuda_emu_profile_configure)
@@ -418,6 +421,7 @@ void flush() {
                     S.requests += w;
                     S.units += w * sectors;
                     S.ideal += w * ideal;
+                    if (sectors == 1 && ideal == 1) S.one_sector += w;
                 }
             } else {
                 double waves = 0, ideal = 0;
@@ -478,6 +482,7 @@ void profile_new_launch() {
     P.kernel = L.kernel; P.grid = L.grid; P.block = L.block; P.smem = L.smem;
     const long long gx = L.grid.x, gy = L.grid.y, gz = L.grid.z, total = gx * gy * gz;
     P.blocks_total = total;
+    g_profile_tally = g_mode == 1;  // a sample stands for the launch only if it loads its share (grader/profile.py)
     g_chosen.clear();
     g_nthreads = L.nthreads;
     g_nwarps = (g_nthreads + 31) / 32;
@@ -561,6 +566,7 @@ void profile_access(int space, int buffer, uintptr_t addr, size_t n, bool write,
         o = ((uint64_t)g_epoch << 32) | (k + 1);
         return k;
     };
+    if (space == 1 && !write) g_launches.back().loads_all += (double)n;
     uint32_t k = next(g_occ[tid], site, g_site_cap);
     uint32_t k_raw = next(g_occ_raw[tid], raw, g_raw_ids.size());
     size_t idx = (size_t)(tid / 32) * g_site_cap + site;
@@ -575,6 +581,10 @@ void profile_access(int space, int buffer, uintptr_t addr, size_t n, bool write,
     if (n > g.size) g.size = (uint32_t)n;
 }
 
+void profile_tally(uintptr_t a, size_t n, bool write) {
+    if (!write && profile_buffer_of(a) >= 0) g_launches.back().loads_all += (double)n;
+}
+
 int profile_buffer_of(uintptr_t a) {
     for (const Buffer& b : g_buffers)
         if (a >= b.lo && a < b.hi) return b.name;
@@ -584,6 +594,7 @@ int profile_buffer_of(uintptr_t a) {
 void profile_end_launch() {
     profile_interval();
     g_profile_block = false;
+    g_profile_tally = false;
 }
 
 }  // namespace cuda_emu
@@ -632,8 +643,9 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_buffers(int 
 
 // What was counted since the last configure, as text (parsed by grader/profile.py):
 //   L <tab> grid <tab> block <tab> smem <tab> blocks_total <tab> blocks_profiled <tab> sample <tab> kernel
+//     <tab> bytes every block loaded (sampled launches: counted in every block, not scaled; else 0)
 //   S <tab> launch <tab> site <tab> pc offset <tab> space <tab> op <tab> buffer <tab> requests <tab> units
-//     <tab> ideal <tab> lanes <tab> bytes <tab> requests_as_written <tab> units_as_written
+//     <tab> ideal <tab> lanes <tab> bytes <tab> requests_as_written <tab> units_as_written <tab> one_sector
 extern "C" __attribute__((visibility("default"))) const char* cuda_emu_profile_take() {
     Dl_info self{};
     uintptr_t base = dladdr((void*)&cuda_emu_profile_take, &self) ? (uintptr_t)self.dli_fbase : 0;
@@ -644,14 +656,15 @@ extern "C" __attribute__((visibility("default"))) const char* cuda_emu_profile_t
         const LaunchProfile& P = g_launches[i];
         t += "L\t" + dims(P.grid) + "\t" + dims(P.block) + "\t" + std::to_string(P.smem) + "\t" +
              std::to_string(P.blocks_total) + "\t" + std::to_string(P.blocks_profiled) + "\t" + P.sample + "\t" +
-             P.kernel + "\n";
+             P.kernel + "\t" + std::to_string((long long)P.loads_all) + "\n";
         for (const auto& [site, S] : P.stats) {
             const SiteKey& k = g_sites[site];
             std::string buffer = k.space ? g_buffer_names[k.buffer] : g_shared[k.buffer].name;
-            std::snprintf(buf, sizeof buf, "S\t%zu\t%d\t%lx\t%s\t%s\t%s\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n",
+            std::snprintf(buf, sizeof buf,
+                          "S\t%zu\t%d\t%lx\t%s\t%s\t%s\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n",
                           i, site, (unsigned long)((uintptr_t)k.pc - base - 1), k.space ? "global" : "shared",
                           k.write ? "st" : "ld", buffer.c_str(), S.requests, S.units, S.ideal, S.lanes, S.bytes,
-                          S.requests_as_written, S.units_as_written);
+                          S.requests_as_written, S.units_as_written, S.one_sector);
             t += buf;
         }
     }

@@ -82,6 +82,8 @@ CUDA_EMU_API void pipeline_thread_exit();
 
 // The access profile (profile.cpp), fed by the same access hooks as the race detector.
 extern CUDA_EMU_API bool g_profile_block;  // record this block's accesses
+extern CUDA_EMU_API bool g_profile_tally;  // in a sampled launch: count every block's global loads (bytes)
+CUDA_EMU_API void profile_tally(uintptr_t addr, size_t n, bool write);  // a global access of an unrecorded block
 CUDA_EMU_API void profile_new_launch();     // chooses the blocks to record (from checks_new_launch)
 CUDA_EMU_API void profile_new_block();      // sets g_profile_block (from checks_new_block)
 CUDA_EMU_API void profile_interval();       // a barrier was released or a block starts: count

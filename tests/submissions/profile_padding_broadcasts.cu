@@ -1,4 +1,4 @@
-// CHEAT (access profile): 01a's uncoalesced mapping (row on threadIdx.x: A and C walk down columns)
+// Known bad (cheats the access profile): 01a's uncoalesced mapping (row on threadIdx.x: A and C walk down columns)
 // padded with 24 useless warp-broadcast loads per step of k (every lane reads the same word), which
 // are "ideal" and pull sectors_over_ideal_ld under the naive bound of 3.
 #include <cuda_runtime.h>

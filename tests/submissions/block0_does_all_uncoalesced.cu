@@ -1,4 +1,4 @@
-// CHEAT (access profile sampling): block (0,0) computes ALL of C with 01a's uncoalesced mapping (row of
+// Known bad (cheats the access profile's sample): block (0,0) computes ALL of C with 01a's uncoalesced mapping (row of
 // C on threadIdx.x, grid-stride over the whole matrix); every other block only makes one coalesced
 // load of B (times 0, stored nowhere). The profile samples 8 blocks from a seed (edge blocks always),
 // so block (0,0) is rarely among them and the sampled blocks look perfectly coalesced.
