@@ -258,6 +258,59 @@ CPU_EXPECT = {
         r"access profile at 256x256x256 misses this exercise's idea \(CPU backend: every block\):\n.*"
         r"sectors_over_ideal_ld",
     ),
+    # a plain host variable in device code: nvcc refuses it, and so does the CPU backend
+    "host_global_read_in_kernel.cu": (
+        False,
+        False,
+        False,
+        r"^does not compile:\n(.|\n)*host_global_read_in_kernel\.cu[:(]9\b(.|\n)*(is a host variable|g_unroll\S* is "
+        r"undefined in device code)",
+    ),
+    "host_table_in_device_function.cu": (
+        False,
+        False,
+        False,
+        r"^does not compile:\n(.|\n)*host_table_in_device_function\.cu[:(]6\b(.|\n)*(is a host variable|g_scale\S* "
+        r"is undefined in device code)",
+    ),
+    "good_host_globals_kept_on_host.cu": (True, True, True, r"^correct on every shape"),
+    # __device__ / __constant__ variables are device memory: host code that touches them reaches its own copy
+    "gemm_relu_host_fills_device_arrays.cu": (
+        True,
+        False,
+        False,
+        r"gemm_relu: the launcher's host code wrote the __device__ variable gM at "
+        r"gemm_relu_host_fills_device_arrays\.cu:21: on a GPU host code reaches only its own copy",
+    ),
+    "memcpy_device_variable_by_name.cu": (
+        True,
+        False,
+        False,
+        r"cudaMemcpy at memcpy_device_variable_by_name\.cu:24 copies from the __device__ variable gC by its name",
+    ),
+    "block_order_device_array.cu": (
+        True,
+        False,
+        False,
+        r"global-memory race on gB \(4-byte word \d+; a __device__ variable, line 4\): .* reads it at "
+        r"block_order_device_array\.cu:13, but .* of block \(0,0,0\) wrote it at block_order_device_array\.cu:7",
+    ),
+    "good_device_variable_queue.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
+    # host work that reaches an output through a kernel's copy of the host data it put in device memory
+    "host_compute_kernel_copy.cu": (
+        True,
+        False,
+        False,
+        r"the launcher computed C on the host: after the call it holds exactly the host data copied into device "
+        r"memory at host_compute_kernel_copy\.cu:22 \(cudaMemcpy\)",
+    ),
+    "host_compute_via_symbol.cu": (
+        True,
+        False,
+        False,
+        r"the launcher computed C on the host: .* at host_compute_via_symbol\.cu:19 \(cudaMemcpyToSymbol\)",
+    ),
+    "good_uploaded_column_table.cu": (True, True, True, r"^correct on every shape; access counts at 256x256x256 meet"),
     # loads of one sector (broadcasts) padding an uncoalesced kernel: left out of sectors_over_ideal_ld
     "profile_padding_broadcasts.cu": (True, True, False, r"misses this exercise's idea(.|\n)*sectors_over_ideal_ld = 8"),
     "profile_padding_sector_loads.cu": (True, True, False, r"misses this exercise's idea(.|\n)*sectors_over_ideal_ld = 5"),
@@ -291,6 +344,7 @@ SUB_EXERCISE = {
     "relu_mask_reads_output_first.cu": "relu_mask",
     "relu_mask_atomic_and.cu": "relu_mask",
     "good_relu_mask_memset_then_atomic_and.cu": "relu_mask",
+    "gemm_relu_host_fills_device_arrays.cu": "gemm_relu",
 }
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
 GPU_ANY_FAILURE = {
@@ -305,6 +359,10 @@ GPU_ANY_FAILURE = {
     "host_memcpy_gemm.cu",  # correct, but far too slow (or a time-out) at the timed size
     "block0_does_all_uncoalesced.cu",  # one block does all the work: far too slow
     "middle_block_does_all_uncoalesced.cu",
+    "gemm_relu_host_fills_device_arrays.cu",  # the kernel copies the device's arrays, which host code never set
+    "memcpy_device_variable_by_name.cu",  # cudaMemcpy of the host's copy (or an invalid argument)
+    "host_compute_kernel_copy.cu",  # host work: far too slow at the timed size
+    "host_compute_via_symbol.cu",
     "profile_padding_broadcasts.cu",  # uncoalesced: too slow
     "profile_padding_sector_loads.cu",
 }  # a GPU's NaN loses the marker payload: plain "wrong results" there
@@ -330,6 +388,7 @@ GPU_UNDEFINED |= {
     "splitk_last_slice_reads_scratch.cu",
     "scratch_zeroed_by_block0.cu",
     "splitk_last_block_no_fence.cu",
+    "block_order_device_array.cu",
     "splitk_flag_released_early.cu",
 }
 HINTS = {  # file -> regex on the hint (either backend)

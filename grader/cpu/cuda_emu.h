@@ -124,6 +124,13 @@ CUDA_EMU_API void device_copy(void* d, const void* s, size_t n, int kind, int va
 CUDA_EMU_API int device_copy2d(void* d, size_t dpitch, const void* s, size_t spitch, size_t width, size_t height,
                                int kind, int value, int line);
 CUDA_EMU_API size_t device_pitch(size_t width);  // cudaMallocPitch's row pitch
+// A __device__ or __constant__ variable (rewrite.py registers each): device memory, as a cudaMalloc block is.
+CUDA_EMU_API void register_device_variable(const void* p, size_t n, const char* name, int line);
+struct DeviceVarReg {
+    template <class T> DeviceVarReg(T& v, const char* name, int line) {
+        register_device_variable((const void*)&v, sizeof(T), name, line);
+    }
+};
 
 template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
 template <class K, class Tup> static void run_thread(void* p) {

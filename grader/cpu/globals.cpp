@@ -102,6 +102,9 @@ std::string who_name(uint32_t who) {
 
 std::string element(const Output& b, size_t word) {
     size_t i = word;  // 4-byte elements: float, int32 and uint32 outputs
+    if (b.scratch && !b.name.empty())
+        return b.name + " (4-byte word " + std::to_string(i) + "; a __device__ variable, line " +
+               std::to_string(b.line) + ")";
     if (b.scratch)
         return "element " + std::to_string(i) + " (4-byte words) of the cudaMalloc block allocated at line " +
                std::to_string(b.line);
@@ -287,12 +290,34 @@ struct Buf {
 };
 std::vector<Buf> g_bufs;       // every buffer the launcher call was given
 bool g_device = false;         // ... and they are device memory (flags bit 1: not a host exercise)
-struct Span { uintptr_t lo, hi; int line = 0; };
-std::vector<Span> g_blocks;    // cudaMalloc's blocks (line: the cudaMalloc's)
+struct Span { uintptr_t lo, hi; int line = 0; const char* name = nullptr; };
+// cudaMalloc's blocks (line: the cudaMalloc's), and the __device__ / __constant__ variables (name: theirs)
+std::vector<Span> g_blocks;
 // the race detector's shadows of each cudaMalloc block, kept between launches (clocks tell stale entries)
 std::unordered_map<uintptr_t, std::pair<std::vector<GShadow>, std::vector<AShadow>>> g_scratch_shadow;
 std::vector<Span> g_tainted;   // device memory a host copy filled, no kernel launched since
 bool g_host_reported = false;  // this launcher call's host code already reported
+// Host data copied into device memory in this launcher call (at least 64 bytes, not one repeated word): a kernel
+// that copies it into an output makes that output host work (checked when the call ends).
+struct HostCopy { size_t n; uint64_t hash; int line; const char* call; };
+std::vector<HostCopy> g_host_copies;
+
+uint64_t fnv(const void* p, size_t n) {
+    const unsigned char* b = (const unsigned char*)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+bool one_word(const void* p, size_t n) {  // [p, p+n) is one 4-byte word repeated (zeros, a fill)
+    uint32_t w0, w;
+    std::memcpy(&w0, p, 4);
+    for (size_t i = 4; i + 4 <= n; i += 4) {
+        std::memcpy(&w, (const char*)p + i, 4);
+        if (w != w0) return false;
+    }
+    return true;
+}
 bool g_in_launch = false;
 
 bool overlaps(uintptr_t lo, uintptr_t hi, uintptr_t a, size_t n) { return a < hi && a + n > lo; }
@@ -318,7 +343,7 @@ const char* device_name(uintptr_t a, size_t n, const Buf** buf = nullptr) {
     for (const Buf& b : g_bufs)
         if (overlaps(b.lo, b.hi, a, n)) { if (buf) *buf = &b; return b.name.c_str(); }
     for (const Span& b : g_blocks)
-        if (overlaps(b.lo, b.hi, a, n)) return "a cudaMalloc block";
+        if (overlaps(b.lo, b.hi, a, n)) return b.name ? b.name : "a cudaMalloc block";
     return nullptr;
 }
 
@@ -357,9 +382,17 @@ void host_access(const void* p, size_t n, bool write, const void* pc) {
     g_host_reported = true;
     update_host_window();  // closed for the rest of this launcher call
     bool block = std::strcmp(name, "a cudaMalloc block") == 0;
-    report_host("the launcher's host code %s %s (device memory) at %s: on a GPU that %s faults; only kernels may "
-                "read and write %s (cudaMemcpy copies between host and device)", write ? "wrote" : "read", name,
-                source_line(pc).c_str(), write ? "write" : "read", block ? "device memory" : "the launch's buffers");
+    const Buf* buf = nullptr;
+    device_name((uintptr_t)p, n, &buf);
+    if (!block && !buf)  // a __device__ / __constant__ variable
+        report_host("the launcher's host code %s the __device__ variable %s at %s: on a GPU host code reaches only "
+                    "its own copy of it, which kernels never see (nor it theirs); cudaMemcpyToSymbol and "
+                    "cudaMemcpyFromSymbol copy between the two", write ? "wrote" : "read", name,
+                    source_line(pc).c_str());
+    else
+        report_host("the launcher's host code %s %s (device memory) at %s: on a GPU that %s faults; only kernels may "
+                    "read and write %s (cudaMemcpy copies between host and device)", write ? "wrote" : "read", name,
+                    source_line(pc).c_str(), write ? "write" : "read", block ? "device memory" : "the launch's buffers");
 }
 
 void input_write(const void* p, size_t n, const void* pc) {
@@ -407,6 +440,11 @@ void* device_malloc(size_t n, int line) {
     return p;
 }
 
+void register_device_variable(const void* p, size_t n, const char* name, int line) {
+    g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + n, line, name});
+    update_host_window();
+}
+
 void device_free(void* p) {
     if (!p) return;
     for (size_t i = 0; i < g_blocks.size(); ++i)
@@ -426,7 +464,21 @@ void device_free(void* p) {
 namespace {
 
 // A copy or memset by the launcher (`call`: its name in messages), checked as device_copy says.
+// The __device__ / __constant__ variable [a, a+n) overlaps, or null.
+const char* device_variable(uintptr_t a, size_t n) {
+    for (const Span& b : g_blocks)
+        if (b.name && overlaps(b.lo, b.hi, a, n)) return b.name;
+    return nullptr;
+}
+
 void copy_checked(void* d, const void* s, size_t n, int kind, int value, int line, const char* call) {
+    // a __device__ variable's name in host code is the host's copy of it: only the *Symbol calls reach the device's
+    const char* var = n && g_device && kind < 2 ? device_variable((uintptr_t)d, n) : nullptr;
+    if (!var && n && g_device && kind == 0) var = device_variable((uintptr_t)s, n);
+    if (var)
+        report_host("%s at %s:%d copies %s the __device__ variable %s by its name: in host code that is the host's "
+                    "own copy of it, which kernels never see; use cudaMemcpyToSymbol / cudaMemcpyFromSymbol", call,
+                    base_name().c_str(), line, device_variable((uintptr_t)d, n) ? "into" : "from", var);
     if (n && g_device) {
         const uintptr_t a = (uintptr_t)d, src = (uintptr_t)s;
         const Buf* b = nullptr;
@@ -444,8 +496,11 @@ void copy_checked(void* d, const void* s, size_t n, int kind, int value, int lin
                         "a host copy filled, with no kernel launched since): the outputs must be computed by kernels",
                         b->name.c_str(), call, at.c_str());
         else if (!b && kind != 1 && (kind == 2 || inside_device(a, n)) &&
-                 (kind == 3 ? tainted(src, n) : !inside_device(src, n) || tainted(src, n)))
+                 (kind == 3 ? tainted(src, n) : !inside_device(src, n) || tainted(src, n))) {
             g_tainted.push_back(Span{a, a + n});  // host data in device memory (or a symbol)
+            if (kind != 3 && !inside_device(src, n) && n >= 64 && !one_word(s, n))
+                g_host_copies.push_back(HostCopy{n, fnv(s, n), line, call});
+        }
     }
     if (n) mark_set(d, n);
     if (kind == 1) std::memset(d, value, n);
@@ -551,7 +606,7 @@ void globals_new_launch() {
     g_outputs.resize(g_n_outputs);
     g_outputs.reserve(g_n_outputs + g_blocks.size());
     for (const Span& blk : g_blocks) {
-        g_outputs.push_back(Output{blk.lo, blk.hi, "", 0, true, blk.line});
+        g_outputs.push_back(Output{blk.lo, blk.hi, blk.name ? blk.name : "", 0, true, blk.line});
         g_out_lo = std::min(g_out_lo, blk.lo);
         g_out_hi = std::max(g_out_hi, blk.hi);
     }
@@ -626,11 +681,32 @@ void globals_end_launch() {
 // bit 1 device memory (every buffer of a CUDA exercise; not for host code, cpu_blocked); cols:
 // elements per row (0: one-dimensional), for messages like C[3][17]. The buffers that are not
 // outputs are the inputs, which no kernel may write. n = 0 forgets them (after the call).
+namespace cuda_emu {
+// The launcher call is over: an output that holds exactly the host data the call copied into device memory was
+// computed on the host and copied to it by a kernel (the copy's taint does not survive the kernel otherwise).
+static void end_of_call() {
+    if (g_device && !g_host_copies.empty())
+        for (size_t i = 0; i < g_n_outputs && i < g_outputs.size(); ++i) {
+            const Output& o = g_outputs[i];
+            const size_t n = o.hi - o.lo;
+            for (const HostCopy& c : g_host_copies)
+                if (c.n == n && c.hash == fnv((const void*)o.lo, n)) {
+                    report_host("the launcher computed %s on the host: after the call it holds exactly the host data "
+                                "copied into device memory at %s:%d (%s), which a kernel copied into it; the outputs "
+                                "must be computed by kernels", o.name.c_str(), base_name().c_str(), c.line, c.call);
+                    break;
+                }
+        }
+    g_host_copies.clear();
+}
+}  // namespace cuda_emu
+
 extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int n, const char* const* names,
                                                                            const unsigned long long* ptrs,
                                                                            const unsigned long long* bytes,
                                                                            const int* cols, const int* flags) {
     using namespace cuda_emu;
+    end_of_call();
     g_outputs.clear();
     g_out_lo = UINTPTR_MAX;
     g_out_hi = 0;

@@ -4,6 +4,7 @@ Only what a header cannot do is rewritten, and every edit keeps line numbers:
   kern<<<g, b, smem, stream>>>(args)  ->  ::cuda_emu::launch("kern", __LINE__, fibers, g, b, smem, stream, kern, args)
   extern __shared__ T name[];         ->  T* name = (T*)::cuda_emu::dyn_smem("name");
   __shared__ T a[N];                  ->  same, plus a registration for the race detector
+  __device__ / __constant__ T g[N];   ->  same, plus a registration as device memory (globals.cpp)
   #pragma unroll [N]                  ->  #pragma GCC unroll N (bare: dropped)
   #include <cuda_runtime.h> etc.      ->  dropped
   __noinline__                        ->  __attribute__((noinline)) (as a macro it broke libstdc++'s own
@@ -364,6 +365,43 @@ def _rewrite_shared(src: str, code: str, edits: _Edits):
         edits.replace(end + 1, end + 1, regs)
 
 
+def _rewrite_device_variables(src: str, code: str, edits: _Edits):
+    """A namespace-scope __device__ or __constant__ variable is device memory: registered with the runtime, which
+    reports host code that touches it (on a GPU host code reaches only its own shadow copy) and watches it for races
+    between blocks as it does cudaMalloc's blocks."""
+    for m in re.finditer(r"\b(__device__|__constant__)\b", code):
+        if re.search(r"\bextern\s+$|\btemplate\s*<[^;{}]*>\s*$", code[max(0, m.start() - 200) : m.start()]):
+            continue
+        j = m.end()
+        while j < len(code) and code[j] not in "(;={[":
+            j += 1
+        if j >= len(code) or code[j] == "(" or "__host__" in code[m.end() : j]:
+            continue  # a function
+        if "__device__" in code[m.end() : j] or "__constant__" in code[m.end() : j]:
+            continue  # the first of two qualifiers: the second one registers it
+        k = j
+        while k < len(code) and code[k] != ";":  # past an initializer's braces
+            if code[k] in "{[(":
+                e = _match_forward(code, k)
+                if e < 0:
+                    break
+                k = e
+                continue
+            k += 1
+        if k >= len(code):
+            continue
+        before = code[: m.start()]
+        depth = before.count("{") - before.count("}") - len(re.findall(r"\bnamespace\b[\w\s:]*\{", before))
+        depth -= len(re.findall(r"\bextern\s*\"\s*\"\s*\{", before))
+        if depth > 0:
+            continue  # inside a function (a static __device__ local) or a class
+        regs = "".join(
+            f' static ::cuda_emu::DeviceVarReg cuda_emu_dreg_{name}({name}, "{name}", {_line_of(code, m.start())});'
+            for name, _, _ in _decl_names(code, m.end(), k)
+        )
+        edits.replace(k + 1, k + 1, regs)
+
+
 def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
     for m in re.finditer(r"<<<", code):
         # The callee: an identifier (maybe qualified) with optional template arguments.
@@ -412,13 +450,111 @@ def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
         edits.replace(j, a_end, call)
 
 
+# Namespace-scope declarations that are not variables device code may read (nvcc: a constexpr or const
+# variable may be, a __device__/__constant__/__managed__ one is device memory), or are not variables at all.
+_NOT_HOST_VARIABLE = re.compile(
+    r"\b(typedef|using|template|struct|class|enum|union|extern|constexpr|const|static_assert|namespace|friend"
+    r"|operator|__device__|__constant__|__managed__|__shared__|__global__|__host__|asm|__asm__)\b"
+)
+_NOT_A_DECLARATION = {"return", "case", "else", "do", "throw", "sizeof", "new", "delete", "goto", "typename"}
+
+
+def _host_variables(code: str) -> dict[str, int]:
+    """The plain host variables at namespace scope (no __device__ or __constant__, not const): name -> position."""
+    found: dict[str, int] = {}
+    code = re.sub(r"(?m)^[ \t]*#.*$", lambda m: " " * len(m.group(0)), code)
+    i, start, n = 0, 0, len(code)
+    while i < n:
+        c = code[i]
+        if c == ";":
+            stmt = code[start:i]
+            eq = stmt.find("=")
+            head = stmt if eq < 0 else stmt[:eq]
+            if stmt.strip() and "(" not in head and not _NOT_HOST_VARIABLE.search(stmt):
+                for name, pos, _ in _decl_names(code, start, i):
+                    found.setdefault(name, pos)
+            start = i + 1
+        elif c == "{":
+            before = code[start:i]
+            if re.search(r"\bnamespace\b[\w\s:]*$|\bextern\s*\"\s*\"\s*$", before):
+                start = i + 1  # a namespace or extern "C" block: its declarations are at namespace scope
+            else:
+                end = _match_forward(code, i)
+                if end < 0:
+                    return found
+                if "=" in before:  # an initializer: the declaration goes on to its ';'
+                    i = end
+                    continue
+                start = end  # a function, class or enum body
+                i = end
+                continue
+        elif c == "}":
+            start = i + 1  # the end of a namespace or extern "C" block
+        i += 1
+    return found
+
+
+def _device_bodies(code: str):
+    """(parameters, body, body start) of each __global__ and __device__-only function definition."""
+    for m in re.finditer(r"\b(__global__|__device__)\b", code):
+        stmt_start = max(code.rfind(";", 0, m.start()), code.rfind("}", 0, m.start()), code.rfind("{", 0, m.start()))
+        j = m.end()
+        while j < len(code) and code[j] not in "(;={[":
+            j += 1
+        if j >= len(code) or code[j] != "(":
+            continue  # a __device__ variable
+        if "__host__" in code[stmt_start + 1 : j] or re.search(r"\b__device__\b", code[stmt_start + 1 : m.start()]):
+            continue  # __host__ __device__ (or the second qualifier of one function)
+        p_end = _match_forward(code, j)
+        if p_end < 0:
+            continue
+        k = p_end
+        while k < len(code) and code[k] not in "{;":
+            k += 1
+        if k >= len(code) or code[k] != "{":
+            continue  # a declaration
+        b_end = _match_forward(code, k)
+        if b_end > 0:
+            yield code[j:p_end], code[k:b_end], k
+
+
+def _check_host_variables(code: str, src: str):
+    """nvcc refuses device code that reads or writes a host variable ("identifier is undefined in device code"),
+    where this backend, one host program, would run it: a compile error here too."""
+    host = _host_variables(_device_only_blanked(code))
+    if not host:
+        return
+    for params, body, at in _device_bodies(code):
+        for name, pos in host.items():
+            if re.search(rf"\b{re.escape(name)}\b", params):
+                continue  # a parameter of that name
+            local = re.finditer(
+                rf"(?:^|[{{;(,])\s*(?:(?:const|volatile|static|unsigned|signed|long|short|register)\s+)*"
+                rf"([A-Za-z_][\w:]*(?:<[^;{{}}]*?>)?)\s*[*&\s]+\s*{re.escape(name)}\s*(?=[=;\[,)]|\{{)",
+                body,
+            )
+            if any(d.group(1) not in _NOT_A_DECLARATION for d in local):
+                continue  # a local of that name (a crude test: such a kernel is not checked here)
+            use = re.search(rf"(?<![\w.])(?<!->)\b{re.escape(name)}\b(?!\s*::)", body)
+            if use:
+                raise LaunchSyntaxError(
+                    _line_of(code, at + use.start()),
+                    f"'{name}' is a host variable (declared at line {_line_of(code, pos)} without __device__ or "
+                    f"__constant__), which device code cannot use: nvcc refuses it with 'identifier \"{name}\" is "
+                    "undefined in device code'. Pass it to the kernel as an argument, or declare it __device__ or "
+                    "__constant__ and set it with cudaMemcpyToSymbol",
+                )
+
+
 def rewrite(src: str) -> Rewritten:
     code = _blank(src)
     _check_unsupported(code, src)
+    _check_host_variables(code, src)
     fibers = bool(_BARRIER.search(code))
     edits = _Edits(src)
     _rewrite_directives(src, code, edits)
     _rewrite_keywords(code, edits)
     _rewrite_shared(src, code, edits)
+    _rewrite_device_variables(src, code, edits)
     _rewrite_launches(src, code, edits, fibers)
     return Rewritten(edits.apply(), fibers)

@@ -201,3 +201,27 @@ extern "C" void set_then_read_output(const float* in, float* out, int n) {
     add_one<<<1, 32>>>(out + 28, 4);
     cudaFree(d);
 }
+
+// ---- host work that reaches an output through a kernel's copy of host data in device memory
+__global__ void copy_scaled(const float* src, float* out, int n, float s) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = src[i] * s;
+}
+extern "C" void host_result_copied_by_kernel(const float* in, float* out, int n) {
+    std::vector<float> h(n);
+    for (int i = 0; i < n; ++i) h[i] = 2.f * i;  // the "result", computed on the host
+    float* d = nullptr;
+    cudaMalloc(&d, n * sizeof(float));
+    cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);  // HOST RESULT UPLOADED
+    copy_scaled<<<1, 32>>>(d, out, n, 1.f);
+    cudaFree(d);
+}
+extern "C" void host_table_used_by_kernel(const float* in, float* out, int n) {
+    std::vector<float> h(n);
+    for (int i = 0; i < n; ++i) h[i] = 2.f * i;  // a table the kernel computes with
+    float* d = nullptr;
+    cudaMalloc(&d, n * sizeof(float));
+    cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    copy_scaled<<<1, 32>>>(d, out, n, 0.5f);
+    cudaFree(d);
+}

@@ -202,3 +202,62 @@ def test_what_an_earlier_call_wrote_is_not_set_in_the_next(lib):
         lib.buffers(outputs={"out": out}, inputs={"in": inp}, device=True)
         err = lib(fn, inp, out, N)
     assert err and "before anything wrote it in this launcher call" in err, err
+
+
+DEVICE_VARIABLE = """#include <cuda_runtime.h>
+__device__ float dv[4];
+__constant__ float cv[4];
+__global__ void from_dv(float* out) { out[threadIdx.x] = dv[threadIdx.x % 4] + cv[threadIdx.x % 4]; }
+extern "C" void host_writes_device_variable(const float* in, float* out, int n) {
+    dv[0] = 1.f;  // HOST WRITE OF DV
+    from_dv<<<1, 32>>>(out);
+}
+extern "C" void host_reads_constant(const float* in, float* out, int n) {
+    float x = cv[1];  // HOST READ OF CV
+    if (x > 1e30f) return;
+    from_dv<<<1, 32>>>(out);
+}
+extern "C" void symbols_copied(const float* in, float* out, int n) {
+    float h[4] = {1.f, 2.f, 3.f, 4.f};
+    cudaMemcpyToSymbol(dv, h, sizeof h);
+    cudaMemcpyToSymbol(cv, h, sizeof h);
+    from_dv<<<1, 32>>>(out);
+    cudaMemcpyFromSymbol(h, dv, sizeof h);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def dvlib():
+    return Lib(build(DEVICE_VARIABLE, "devvar"))
+
+
+@pytest.mark.parametrize("fn, what, marker", [("host_writes_device_variable", "wrote the __device__ variable dv", "HOST WRITE OF DV"),
+                                              ("host_reads_constant", "read the __device__ variable cv", "HOST READ OF CV")])
+def test_host_code_touching_a_device_variable_is_reported(dvlib, fn, what, marker):
+    err, _, _ = call(dvlib, fn)
+    line = line_of(DEVICE_VARIABLE, marker)
+    assert err and err.startswith(f"the launcher's host code {what} at devvar.cu:{line}: on a GPU host code"), err
+
+
+def test_device_variables_set_and_read_with_the_symbol_calls_pass(dvlib):
+    err, _, out = call(dvlib, "symbols_copied")
+    assert err is None, err
+    np.testing.assert_array_equal(out, 2 * (1 + np.arange(N) % 4))
+
+
+def ended(lib, fn):
+    """call(), then the call's end as grader.binding marks it (the buffers forgotten): what it reported."""
+    err, inp, out = call(lib, fn)
+    lib.buffers()
+    return err or lib.error(), inp, out
+
+
+def test_an_output_equal_to_uploaded_host_data_is_host_work(lib):
+    err, _, _ = ended(lib, "host_result_copied_by_kernel")
+    assert err and err.startswith(
+        f"the launcher computed out on the host: after the call it holds exactly the host data copied into device "
+        f"memory at {at('HOST RESULT UPLOADED')} (cudaMemcpy)"
+    ), err
+    err, _, out = ended(lib, "host_table_used_by_kernel")  # the kernel computes from the table: fine
+    assert err is None and (out == np.arange(N)).all(), err

@@ -1,4 +1,4 @@
-// CHEAT (host does the work): inputs fetched with cudaMemcpy D2H; host code writes C's and the mask's
+// Known bad (host does the work): inputs fetched with cudaMemcpy D2H; host code writes C's and the mask's
 // answer straight into __device__ arrays (on nvcc: the host shadow, never the GPU's copy); a kernel
 // copies them into C and mask, reading bias (times 0) so the profile counts global loads.
 #include <cuda_runtime.h>

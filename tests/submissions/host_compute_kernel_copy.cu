@@ -1,4 +1,4 @@
-// CHEAT (host does the work): inputs fetched with cudaMemcpy D2H, C computed on the host, copied H2D
+// Known bad (host does the work): inputs fetched with cudaMemcpy D2H, C computed on the host, copied H2D
 // into a cudaMalloc block; a "kernel" then copies the block into C, with one coalesced load of B per
 // thread (times 0) so the access profile has global loads to count.
 #include <cuda_runtime.h>

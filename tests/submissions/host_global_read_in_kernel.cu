@@ -1,4 +1,4 @@
-// BUG (does not compile with nvcc): the kernel reads a plain host global (no __device__ /
+// Known bad (does not compile with nvcc): the kernel reads a plain host global (no __device__ /
 // __constant__): nvcc says "identifier g_unroll is undefined in device code".
 #include <cuda_runtime.h>
 int g_unroll = 1;
