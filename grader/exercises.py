@@ -158,7 +158,7 @@ ACCESS_BOUNDS = {
             fix="put the column of C on threadIdx.x (col = blockIdx.x * blockDim.x + threadIdx.x), so that the 32 "
             "lanes of a warp read consecutive floats of B and write consecutive floats of C",
         ),
-    ),  # 01: 1.33 (notebook 02: 1.33; B as float4, 32 x 8 threads: 1.0), 01a: 5.67 (sectors_per_request_ld 2.0 / 8.5)
+    ),  # 01: 1.33 (notebook 02: 1.33; B as float4, 32 x 8 threads: 1.0), 01a: 8.0 (sectors_per_request_ld 8.5; one-sector loads are left out)
     "tiled": (_REUSE,),
     "conflict_free": (
         AccessBound(
