@@ -49,7 +49,6 @@ class ChildRun:
     protocol_error: str = ""
     lock_wait_s: float | None = None  # seconds from start until the GPU lock was held
     arrivals: list[float] = field(default_factory=list)  # seconds from start to each of `messages`
-    ended_s: float | None = None  # seconds from start until the child had exited
 
     @property
     def crashed(self) -> bool:
@@ -419,7 +418,6 @@ def _collect(
         threads[1].join(timeout=5)
         os.close(r_fd)
         result.returncode = child.returncode
-        result.ended_s = time.monotonic() - started
         log.seek(0, os.SEEK_END)
         size = log.tell()
         log.seek(max(0, size - OUTPUT_CAP))

@@ -13,9 +13,9 @@ no write-back of what ran before. The GPU is then kept busy for a moment (a head
 start) while the host queues the start event and the call: the events time the
 GPU's work, not the host's launch overhead. On the H200 the graded ReLU pair took
 0.308 ms with a write-only flush and no head start, 0.272 with the clean flush,
-0.264 with the head start as well (benchmarks/relu_timing_gap.py). Runs stop when the median is known to `rel_err`
-(the standard error of the mean over the median), after `min_runs`, or at
-`max_seconds`.
+0.264 with the head start as well (benchmarks/relu_timing_gap.py). Runs stop
+when the median is known to `rel_err` (the standard error of the mean over the
+median), after `min_runs`, or at `max_seconds`.
 """
 
 from __future__ import annotations
