@@ -2,9 +2,9 @@
 
     python benchmarks/worker_breakdown.py register_blocked      # one exercise per process (a cold start)
 
-grade.grade is called as usual, except that the GPU worker (grader.worker.serve) runs here,
-under cProfile, instead of in a sandboxed child; the CPU-backend profile beside it runs as
-usual. Prints when each result arrived (seconds from the worker's start: the first case includes
+grade.grade is called as usual, except that the GPU worker runs here (its warm-up while nvcc
+runs, then grader.worker.serve under cProfile) instead of in a sandboxed child; the CPU-backend
+profile beside it runs as usual. Prints when each result arrived (seconds from the worker's start: the first case includes
 the CUDA context), the steps' times, and the functions with the most cumulative time. For
 issue #13.10 (benchmarks/verdict_latency.py measures the whole verdict)."""
 
@@ -21,10 +21,22 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from grader import grade, protocol, sandbox, worker  # noqa: E402
 
-def in_process(original):
-    def run(request, cases, timeout=sandbox.RUN_TIMEOUT_S, **kw):
-        if request.get("backend") != "cuda":
-            return original(request, cases, timeout=timeout, **kw)
+class InProcess:
+    """Stands in for sandbox.Worker: warm_up when started (during the build, as the real one), and
+    grader.worker.serve here, under cProfile, when run."""
+
+    def __init__(self, warm: dict | None):
+        t0 = time.monotonic()
+        if warm:
+            worker.warm_up(warm)
+        print(f"warm-up (during the build): {time.monotonic() - t0:.3f} s")
+
+    def close(self) -> None:
+        pass
+
+    def run(self, request, cases, timeout=sandbox.RUN_TIMEOUT_S, lock_wait=0.0):
+        import torch
+
         result = sandbox.ChildRun()
         stdin_r, stdin_w = os.pipe()
         r_fd, w_fd = os.pipe()
@@ -45,9 +57,7 @@ def in_process(original):
         threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
         for t in threads:
             t.start()
-        import torch
-
-        print(f"CUDA already initialised in this process before the worker: {torch.cuda.is_initialized()}")
+        print(f"CUDA initialised in this process before the run: {torch.cuda.is_initialized()}")
         prof = cProfile.Profile()
         prof.enable()
         result.returncode = worker.serve(w_fd, stdin_r)
@@ -68,14 +78,18 @@ def in_process(original):
         print("\n".join(s.getvalue().splitlines()[:60]))
         return result
 
-    return run
-
 
 def main(exercise: str) -> int:
     from grader import exercises
 
-    sandbox.run_worker = in_process(sandbox.run_worker)
-    grade.sandbox.run_worker = sandbox.run_worker
+    real = sandbox.start_worker
+
+    def start_worker(gpu=None, extra_env=None, gpu_lock=None, warm=None):
+        if warm is None or warm.get("backend") != "cuda":  # the CPU-backend profile beside: as usual
+            return real(gpu=gpu, extra_env=extra_env, gpu_lock=gpu_lock, warm=warm)
+        return InProcess(warm)
+
+    sandbox.start_worker = start_worker
     source = exercises.get(exercise).reference_path.read_text() + f"\n// {time.time_ns()}\n"
     t0 = time.perf_counter()
     r = grade.grade(exercise, source, backend="cuda")

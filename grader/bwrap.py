@@ -15,8 +15,8 @@ Inside it the worker (or grader.forkserver's template, whose children inherit it
     (/dev/nvidia*, /dev/nvidia-uvm*, /dev/nvidiactl, /dev/nvidia-caps); /dev/shm read-only;
   - no capabilities; it dies with the process that started it.
 Its only writable place is the private scratch directory grader.sandbox passes it as an open
-descriptor (its working directory), and the library it grades arrives the same way, so nothing of
-another submission is on its file system.
+descriptor (its working directory), and the library it grades arrives as bytes with its request
+(loaded from memory), so nothing of another submission is on its file system.
 
 GRADER_SANDBOX (read by the grader, never seen by the worker): auto (default: bubblewrap when it
 works here), bwrap (required: grading stops with a clear message without it), none.

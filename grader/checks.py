@@ -100,8 +100,8 @@ def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -
         # exact zeros of both signs (about 3 % each): ReLU's mask is x > 0, so a kernel that tests
         # x >= 0 or the sign bit must fail
         r = torch.rand(m, n, generator=gen, device=gen.device)
-        x[r < 0.03] = 0.0
-        x[(r >= 0.03) & (r < 0.06)] = -0.0
+        x.masked_fill_(r < 0.03, 0.0)  # (not x[r < 0.03] = ...: that synchronises with the host)
+        x.masked_fill_((r >= 0.03) & (r < 0.06), -0.0)
         return {"X": x, "dY": randn(m, n)}
     m, n, k = shape
     ins = {"A": randn(m, k), "B": randn(k, n)}

@@ -15,8 +15,8 @@ children inherit it: same read-only view, no network, the grader invisible. The 
 the children of one template share its namespaces. They can see each other's pids (not
 signal, trace or read them: seccomp, non-dumpable, no capabilities), and the sandbox's view
 is fixed when the template starts (grader.sandbox restarts it when what must be hidden
-changes). Each child still gets its own scratch directory and its library as an open
-descriptor, so nothing of another submission is on its file system, and the sandbox has no
+changes). Each child still gets its own scratch directory, and its library as bytes after its
+request (grader.sandbox.Worker.run), so nothing of another submission is on its file system, and the sandbox has no
 other writable place. GRADER_FORKSERVER=0 turns the template off (one `python -m
 grader.worker` per verdict, each in a sandbox of its own); any failure of the template falls
 back to that path.
@@ -227,7 +227,7 @@ class Client:
 
 def child_layout(n_extra: int) -> list[int]:
     """The numbers a child's descriptors get: result pipe, scratch directory, then the extras
-    (libraries, GPU lock) in the order they were sent."""
+    (the GPU lock) in the order they were sent."""
     return [RESULT_FD, SCRATCH_FD] + [FIRST_LIB_FD + i for i in range(n_extra)]
 
 

@@ -10,11 +10,12 @@ same child, the same way, and must reach the exercise's threshold.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 import shlex
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -134,94 +135,103 @@ def grade(
         phases[name] = round(now - clock[0], 4)
         clock[0] = now
 
+    early = None  # the worker, started while the compiler runs (_start_early)
     try:
-        source, filename = submissions.read(source_or_path, exercise)
-        if not source.strip():
-            raise SubmissionError(f'{filename} is empty: write the kernel and its extern "C" launcher(s).')
-        problems = forbidden.scan(source, timeout=compile_timeout) if scan else []
-        if problems:
-            raise Forbidden(forbidden.message(problems, filename))
-        beside = None  # the CPU backend's profile of a timed GPU verdict: built and run while the GPU grades
-        if backend == "cuda" and time_it and ex.threshold is not None and profile_on_gpu and ex.access and not on_host:
-            pool = ThreadPoolExecutor(1)
-            beside = pool.submit(_profile_beside, exercise, source, filename, ex, compile_timeout, timeout)
-            pool.shutdown(wait=False)  # the thread ends with the task; result() below waits for it
-        lap("read_and_scan")
-        # the test cases (and their float64 answers) are drawn while the compiler runs
-        res.seed = seed = seed if seed is not None else secrets.randbits(63)
-        pool = ThreadPoolExecutor(1)
-        drawing = pool.submit(_draw_cases, exercise, ex, backend, seed)
-        pool.shutdown(wait=False)
-        build = toolchain.build(
-            source, backend=backend, exercise=exercise, filename=filename, timeout=compile_timeout, check_calls=scan
-        )
-        lap("build")
-    except Forbidden as e:  # the source scan, or the check of what the built code calls
-        res.message = str(e)
-        res.hint = (
-            "Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
-            "runtime and standard headers only; the list above says what to remove."
-        )
-        return res
-    except CompileError as e:
-        res.message = f"does not compile:\n{e}"
-        return res
-    except SubmissionError as e:
-        res.message = str(e)
-        return res
-    res.compiled = True
-
-    cases, profile_seed, step = drawing.result()
-    request = {
-        "lib": str(build.path),
-        "exercise": exercise,
-        "backend": backend,
-        "schedules": SCHEDULES_CPU if backend == "cpu" else [0],
-    }
-    if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
-        request["profile"] = profile.grading_request(exercise, len(cases) - 1, profile_seed)
-    timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
-    if timed and on_host:
         try:
-            request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
-        except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef __CUDACC__)
+            source, filename = submissions.read(source_or_path, exercise)
+            if not source.strip():
+                raise SubmissionError(f'{filename} is empty: write the kernel and its extern "C" launcher(s).')
+            problems = forbidden.scan(source, timeout=compile_timeout) if scan else []
+            if problems:
+                raise Forbidden(forbidden.message(problems, filename))
+            beside = None  # the CPU backend's profile of a timed GPU verdict: built and run while the GPU grades
+            if backend == "cuda" and time_it and ex.threshold is not None and profile_on_gpu and ex.access and not on_host:
+                pool = ThreadPoolExecutor(1)
+                beside = pool.submit(_profile_beside, exercise, source, filename, ex, compile_timeout, timeout)
+                pool.shutdown(wait=False)  # the thread ends with the task; result() below waits for it
+            lap("read_and_scan")
+            timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
+            early = _start_early(exercise, backend, timed, gpu, gpu_lock)
+            # the test cases (and their float64 answers) are drawn while the compiler runs
+            res.seed = seed = seed if seed is not None else secrets.randbits(63)
+            pool = ThreadPoolExecutor(1)
+            drawing = pool.submit(_draw_cases, exercise, ex, backend, seed)
+            pool.shutdown(wait=False)
+            build = toolchain.build(
+                source, backend=backend, exercise=exercise, filename=filename, timeout=compile_timeout, check_calls=scan
+            )
+            lap("build")
+        except Forbidden as e:  # the source scan, or the check of what the built code calls
             res.message = str(e)
+            res.hint = (
+                "Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
+                "runtime and standard headers only; the list above says what to remove."
+            )
             return res
         except CompileError as e:
-            res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
+            res.message = f"does not compile:\n{e}"
             return res
-    elif timed:
-        base = (
-            toolchain.build(
-                ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise, filename=ex.baseline
-            )
-            if ex.baseline_path
-            else None
-        )
-        tseed = secrets.randbits(62)
-        request |= {
-            "timing": {
-                "shape": list(ex.bench_shape),
-                "seed": tseed,
-                "baseline": "lib" if base else ex.baseline,
-                "baseline_epilogue": ex.baseline_epilogue,
-            },
-            "baseline_lib": str(base.path) if base else None,
-            "baseline_exercise": ex.baseline_exercise,
+        except SubmissionError as e:
+            res.message = str(e)
+            return res
+        res.compiled = True
+
+        cases, profile_seed, step = drawing.result()
+        request = {
+            "lib": str(build.path),
+            "exercise": exercise,
+            "backend": backend,
+            "schedules": SCHEDULES_CPU if backend == "cpu" else [0],
         }
-    wire = [
-        ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()}) for i, c in enumerate(cases)
-    ]
-    if step is not None:
-        wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))
-    lap("cases_and_baseline")
-    run = sandbox.run_worker(
-        request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, gpu=gpu, gpu_lock=gpu_lock, lock_wait=lock_wait
-    )
+        if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
+            request["profile"] = profile.grading_request(exercise, len(cases) - 1, profile_seed)
+        if timed and on_host:
+            try:
+                request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
+            except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef __CUDACC__)
+                res.message = str(e)
+                return res
+            except CompileError as e:
+                res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
+                return res
+        elif timed:
+            base = (
+                toolchain.build(
+                    ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise, filename=ex.baseline
+                )
+                if ex.baseline_path
+                else None
+            )
+            tseed = secrets.randbits(62)
+            request |= {
+                "timing": {
+                    "shape": list(ex.bench_shape),
+                    "seed": tseed,
+                    "baseline": "lib" if base else ex.baseline,
+                    "baseline_epilogue": ex.baseline_epilogue,
+                },
+                "baseline_lib": str(base.path) if base else None,
+                "baseline_exercise": ex.baseline_exercise,
+            }
+        wire = [
+            ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()}) for i, c in enumerate(cases)
+        ]
+        if step is not None:
+            wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))
+        lap("cases_and_baseline")
+        worker = early.result() if early is not None else sandbox.start_worker(gpu=gpu, gpu_lock=gpu_lock)
+        early = None  # in use: run() cleans up after it
+        run = worker.run(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, lock_wait=lock_wait)
+    finally:  # a verdict before the run (it did not compile): the worker started for it is not needed
+        if early is not None:
+            _discard(early)
     lap("worker")
     if run.arrivals:  # inside the worker's time: its start (and the first case), the other cases, the timing
         phases["worker_first_result"] = round(run.arrivals[0], 4)
         phases["worker_last_result"] = round(run.arrivals[-1], 4)
+        done = [a for (m, _), a in zip(run.messages, run.arrivals) if "case" in m or "step" in m]
+        if done and len(done) < len(run.arrivals):  # the timing came after the cases
+            phases["worker_cases_done"] = round(done[-1], 4)
     if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
         raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
     output = cpu_progress.strip(run.output)  # the CPU backend's progress lines are for _died_message
@@ -275,6 +285,30 @@ def grade(
         else:
             res.message = "correct on every shape"
     return res
+
+
+def _start_early(exercise: str, backend: str, timed: bool, gpu: int | None, gpu_lock: str | None) -> Future | None:
+    """Start the worker now, while the compiler runs, so that its start (and on a GPU its CUDA
+    context, cuBLAS and the grader's own kernels: worker.warm_up) costs the verdict nothing. Not in
+    batch --per-gpu (gpu_lock): a worker holds its GPU's lock from its first GPU operation on.
+    GRADER_PRESTART=0 starts it after the build instead (benchmarks/verdict_latency.py, before/after)."""
+    if gpu_lock or os.environ.get("GRADER_PRESTART", "1").strip() == "0":
+        return None
+    pool = ThreadPoolExecutor(1)
+    warm = {"backend": backend, "exercise": exercise, "timed": timed}
+    future = pool.submit(sandbox.start_worker, gpu=gpu, warm=warm)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _discard(early: Future) -> None:
+    """End a worker started by _start_early that no run will use (now, or once it has started)."""
+
+    def close(f: Future) -> None:
+        if f.exception() is None:
+            f.result().close()
+
+    early.add_done_callback(close)
 
 
 def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):

@@ -15,7 +15,7 @@ import struct
 
 import numpy as np
 
-DTYPES = {"float32", "float64", "int32"}
+DTYPES = {"float32", "float64", "int32", "uint8"}  # uint8: a library sent to the worker
 MAX_HEADER = 1 << 20
 
 

@@ -9,8 +9,10 @@ fault or a hang ends the child only; the caller gets what it sent before.
 How the child starts: forked from a warm template (grader.forkserver) when one runs,
 else `python -m grader.worker`; inside bubblewrap where it works (grader.bwrap).
 Either way it confines itself before loading the library (grader.seccomp), gets the
-libraries and the GPU lock as open descriptors and a private scratch directory
-(deleted afterwards), so it needs no view of the cache or of anyone's files.
+libraries as bytes after its request (it loads them from memory), the GPU lock as an open
+descriptor and a private scratch directory (deleted afterwards), so it needs no view of
+the cache or of anyone's files. It can be started before its library exists
+(start_worker, then Worker.run): grader.grade starts it while nvcc runs.
 
 gpu_lock (batch --per-gpu K > 1): several children share one GPU, but each takes an
 exclusive flock on the GPU's lock file before its first GPU operation and keeps it until
@@ -282,79 +284,133 @@ def run_worker(
 
     extra_env: added to the child's environment (the CPU backend's sanitizer preload).
     gpu_lock: a lock file shared by the children of one GPU (see above); lock_wait: how long
-    the child may wait for it on top of `timeout` before it counts as hung.
+    the child may wait for it on top of `timeout` before it counts as hung."""
+    return start_worker(gpu=gpu, extra_env=extra_env, gpu_lock=gpu_lock).run(request, cases, timeout, lock_wait)
 
-    The worker gets its libraries (and the GPU lock) as open descriptors and a private scratch
-    directory, so it needs no view of the cache, other submissions or /tmp (grader.bwrap)."""
+
+def start_worker(
+    gpu: int | None = None,
+    extra_env: dict[str, str] | None = None,
+    gpu_lock: str | None = None,
+    warm: dict | None = None,
+) -> "Worker":
+    """A fresh worker, started now and fed later (Worker.run). grader.grade starts it while the
+    compiler runs: with `warm` ({"backend": "cuda", "timed": True}) it brings up its CUDA context,
+    cuBLAS and the grader's own GPU kernels meanwhile (grader.worker.warm_up), before any
+    submission's code is in it. Its libraries reach it with the request, as bytes it loads from
+    memory, so it needs no view of the cache, other submissions or /tmp (grader.bwrap)."""
     bwrap.require()
     protect_grader()
-    result = ChildRun()
-    token = secrets.token_hex(16)  # the worker tags its messages with it; the kernel's code cannot know it
-    started = time.monotonic()
-    lock_held = threading.Event()
     env = _child_env(gpu) | (extra_env or {})
-    # every file the worker opens by name, as (where in the request, path): it gets them open instead
-    files = [((k,), request[k]) for k in ("lib", "baseline_lib") if request.get(k)]
-    files += [
-        (("timing", k), request["timing"][k])
-        for k in ("lib", "baseline_lib")
-        if isinstance(request.get("timing"), dict) and request["timing"].get(k)
-    ]
-    files += [(("gpu_lock",), gpu_lock)] if gpu_lock else []
-    opened: list[int] = []
     scratch = tempfile.mkdtemp(prefix="grader-worker-")
-    child = None
+    opened: list[int] = []
     try:
         stdin_r, stdin_w = os.pipe()
         r_fd, w_fd = os.pipe()
         opened += [stdin_r, w_fd, stdin_w, r_fd]
         log = tempfile.TemporaryFile()
         opened.append(os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
-        for where, path in files:
-            flags = os.O_RDWR | os.O_CREAT if where == ("gpu_lock",) else os.O_RDONLY
-            opened.append(os.open(path, flags | os.O_CLOEXEC, 0o600))
-        child, layout = _start(env, [stdin_r, log.fileno(), w_fd, opened[4], *opened[5:]], bool(extra_env))
-        for fd in [stdin_r, w_fd, *opened[4:]]:
+        if gpu_lock:
+            opened.append(os.open(gpu_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        child, layout = _start(env, [stdin_r, log.fileno(), w_fd, *opened[4:]], bool(extra_env))
+    except BaseException:
+        for fd in opened:
             os.close(fd)
-        opened = [stdin_w, r_fd]  # _collect closes these
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    for fd in [stdin_r, w_fd, *opened[4:]]:
+        os.close(fd)
+    worker = Worker(child, stdin_w, r_fd, log, scratch, f"/proc/self/fd/{layout[2]}" if gpu_lock else None)
+    if warm:
+        try:
+            protocol.send(stdin_w, {"warm": warm})  # a few bytes: the pipe's buffer holds them
+        except OSError:
+            pass  # it died already: run() reports how
+    return worker
+
+
+class Worker:
+    """A started worker that has not had its request yet (start_worker); run() once, or close()."""
+
+    def __init__(self, child, stdin_w: int, r_fd: int, log, scratch: str, lock_path: str | None):
+        self.child, self.stdin_w, self.r_fd, self.log, self.scratch = child, stdin_w, r_fd, log, scratch
+        self.lock_path = lock_path
+        self.used = False
+
+    def run(
+        self,
+        request: dict,
+        cases: list[tuple[dict, dict[str, np.ndarray]]],
+        timeout: float = RUN_TIMEOUT_S,
+        lock_wait: float = 0.0,
+    ) -> ChildRun:
+        """Send the request, the libraries it names and the cases; collect the messages until the
+        worker exits. The time limit counts from now (or from when the GPU lock was held)."""
+        assert not self.used, "a worker runs one request"
+        self.used = True
+        result = ChildRun()
+        token = secrets.token_hex(16)  # the worker tags its messages with it; the kernel's code cannot know it
         request = request | {"token": token}
         if isinstance(request.get("timing"), dict):
             request["timing"] = dict(request["timing"])
-        for ((*outer, key), path), fd in zip(files, layout[2:]):
-            d = request[outer[0]] if outer else request
-            d[key] = f"/proc/self/fd/{fd}"
-            if key in ("lib", "baseline_lib") and not outer:  # the build key (the library's folder)
+        # every library the worker loads, as (where in the request, path): sent as bytes after the request
+        files = [((k,), request[k]) for k in ("lib", "baseline_lib") if request.get(k)]
+        files += [
+            (("timing", k), request["timing"][k])
+            for k in ("lib", "baseline_lib")
+            if isinstance(request.get("timing"), dict) and request["timing"].get(k)
+        ]
+        for (*outer, key), path in files:
+            if not outer:  # the build key (the library's folder)
                 request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
-        opened = []
-        _collect(
-            child,
-            result,
-            request,
-            cases,
-            stdin_w,
-            r_fd,
-            log,
-            token,
-            timeout,
-            lock_held if gpu_lock else None,
-            lock_wait,
-            started,
-        )
-    finally:
-        for fd in opened:
+        request["files"] = [list(where) for where, _ in files]
+        if self.lock_path:
+            request["gpu_lock"] = self.lock_path
+        lock_held = threading.Event() if self.lock_path else None
+        try:
+            blobs = [({"file": list(where)}, {"bytes": np.fromfile(path, dtype=np.uint8)}) for where, path in files]
+            _collect(
+                self.child,
+                result,
+                request,
+                blobs + list(cases),
+                self.stdin_w,
+                self.r_fd,
+                self.log,
+                token,
+                timeout,
+                lock_held,
+                lock_wait,
+                time.monotonic(),
+            )
+        finally:
+            self.stdin_w = self.r_fd = -1  # _collect closed them
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        if getattr(self.child, "lost", False):
+            from .errors import CannotGrade
+
+            raise CannotGrade(
+                "the grader's worker template stopped during this run (not the kernel's doing: the "
+                "template is out of its reach); grade again"
+            )
+        return result
+
+    def close(self) -> None:
+        """End it unused (the build failed): kill, close, delete its scratch directory."""
+        if self.used:
+            return
+        self.used = True
+        try:
+            self.child.kill()
+        except Exception:  # noqa: BLE001 - it may be gone already
+            pass
+        for fd in (self.stdin_w, self.r_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        shutil.rmtree(scratch, ignore_errors=True)
-    if getattr(child, "lost", False):
-        from .errors import CannotGrade
-
-        raise CannotGrade(
-            "the grader's worker template stopped during this run (not the kernel's doing: the "
-            "template is out of its reach); grade again"
-        )
-    return result
+        self.log.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _collect(
