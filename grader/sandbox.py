@@ -369,6 +369,10 @@ class Worker:
         lock_held = threading.Event() if self.lock_path else None
         try:
             blobs = [({"file": list(where)}, {"bytes": np.fromfile(path, dtype=np.uint8)}) for where, path in files]
+        except BaseException:  # a library that cannot be read: the worker must not wait for it forever
+            self._end()
+            raise
+        try:
             _collect(
                 self.child,
                 result,
@@ -400,6 +404,9 @@ class Worker:
         if self.used:
             return
         self.used = True
+        self._end()
+
+    def _end(self) -> None:
         try:
             self.child.kill()
         except Exception:  # noqa: BLE001 - it may be gone already

@@ -50,7 +50,7 @@ def test_a_worker_started_for_a_file_that_does_not_compile_is_ended(recorded):
     while not w.used and time.monotonic() < deadline:  # closed by a callback once it has started
         time.sleep(0.05)
     assert w.used
-    assert w.child.wait(timeout=10) is not None  # the process is gone, not left waiting for a request
+    w.child.wait(timeout=10)  # the process is gone (TimeoutExpired if it were still waiting for a request)
 
 
 def test_batch_per_gpu_starts_its_worker_only_after_the_build(recorded, tmp_path):
@@ -60,3 +60,11 @@ def test_batch_per_gpu_starts_its_worker_only_after_the_build(recorded, tmp_path
     )
     assert res.passed, res.message
     assert recorded["started"][0] > recorded["built"][0]
+
+
+def test_a_library_that_cannot_be_read_ends_the_worker(tmp_path):
+    w = sandbox.start_worker()
+    request = {"lib": str(tmp_path / "gone.so"), "exercise": "naive", "backend": "cpu", "schedules": [0]}
+    with pytest.raises(OSError):
+        w.run(request, [], timeout=30)
+    w.child.wait(timeout=10)  # it has exited (TimeoutExpired if it were still waiting for the bytes)
