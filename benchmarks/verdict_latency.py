@@ -9,6 +9,7 @@ Targets (issue #13.10): within 2.5 s on the H200, within 3 s on the CPU backend.
     python benchmarks/verdict_latency.py                   # auto backend, 3 edits each
     python benchmarks/verdict_latency.py --backend cpu --edits 5
     GRADER_FORKSERVER=0 python benchmarks/verdict_latency.py   # without the warm template (before)
+    GRADER_PRESTART=0 python benchmarks/verdict_latency.py     # the worker started after the build, not during it
 
 It prints one line per exercise and a JSON summary (--json FILE writes it too). The first
 check of a session also starts the template (grader.forkserver); like a notebook's first cell
