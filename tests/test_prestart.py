@@ -68,3 +68,14 @@ def test_a_library_that_cannot_be_read_ends_the_worker(tmp_path):
     with pytest.raises(OSError):
         w.run(request, [], timeout=30)
     w.child.wait(timeout=10)  # it has exited (TimeoutExpired if it were still waiting for the bytes)
+
+
+def test_a_worker_ended_right_after_its_start_goes_at_once():
+    # a verdict that fails to compile ends its early worker, possibly microseconds after the fork: the
+    # template's kill must reach a child that has not yet moved to its own process group (it waited
+    # 30 s, then gave up the template and every verdict running in it)
+    for _ in range(30):
+        w = sandbox.start_worker()
+        t0 = time.monotonic()
+        w.close()
+        assert time.monotonic() - t0 < 10 and not getattr(w.child, "lost", False)
