@@ -44,7 +44,7 @@ import traceback
 
 MAX_FDS = 16
 # where a child finds what it was sent (grader.sandbox builds the request with these numbers)
-STDIN_FD, LOG_FD, RESULT_FD, SCRATCH_FD, FIRST_LIB_FD = 0, 1, 3, 4, 5
+STDIN_FD, LOG_FD, RESULT_FD, SCRATCH_FD, FIRST_EXTRA_FD = 0, 1, 3, 4, 5
 
 
 START_TIMEOUT_S = 180.0  # importing torch on a loaded machine
@@ -228,7 +228,7 @@ class Client:
 def child_layout(n_extra: int) -> list[int]:
     """The numbers a child's descriptors get: result pipe, scratch directory, then the extras
     (the GPU lock) in the order they were sent."""
-    return [RESULT_FD, SCRATCH_FD] + [FIRST_LIB_FD + i for i in range(n_extra)]
+    return [RESULT_FD, SCRATCH_FD] + [FIRST_EXTRA_FD + i for i in range(n_extra)]
 
 
 def _child(fds: list[int], env: dict, template_pid: int) -> int:
@@ -241,15 +241,15 @@ def _child(fds: list[int], env: dict, template_pid: int) -> int:
         return 5
     import fcntl
 
-    libs = fds[4:]
+    extras = fds[4:]  # the GPU lock, if any
     # move everything to its fixed place (copies above all targets first, so none is overwritten)
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in fds]
-    layout = [STDIN_FD, LOG_FD, RESULT_FD, SCRATCH_FD] + [FIRST_LIB_FD + i for i in range(len(libs))]
+    layout = [STDIN_FD, LOG_FD, RESULT_FD, SCRATCH_FD] + [FIRST_EXTRA_FD + i for i in range(len(extras))]
     for src, dst in zip(high, layout):
         os.dup2(src, dst, inheritable=False)
     os.dup2(LOG_FD, 2, inheritable=False)
     # the rest goes, the control socket above all: a kernel must never talk to the template
-    os.closerange(FIRST_LIB_FD + len(libs), 1 << 16)
+    os.closerange(FIRST_EXTRA_FD + len(extras), 1 << 16)
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     os.environ.clear()

@@ -199,9 +199,8 @@ class _Subprocess:
     environment must apply from exec on (extra_env: the sanitizer's LD_PRELOAD)."""
 
     def __init__(self, env: dict[str, str], fds: list[int], sandboxed: bool):
-        stdin_fd, log_fd, result_fd, scratch_fd, *libs = fds
+        stdin_fd, log_fd, result_fd, scratch_fd, *extras = fds  # extras: the GPU lock, if any
         self.sandboxed = sandboxed
-        self.lib_fds = libs
         prefix = bwrap.command(_HIDE) if sandboxed else []
         if prefix and "LD_PRELOAD" in env:  # the sanitizer's runtime is for the worker, not for bwrap
             env = dict(env)
@@ -213,7 +212,7 @@ class _Subprocess:
             stdin=stdin_fd,
             stdout=log_fd,
             stderr=subprocess.STDOUT,
-            pass_fds=(result_fd, scratch_fd, *libs),
+            pass_fds=(result_fd, scratch_fd, *extras),
             env=env,
             start_new_session=True,
         )
@@ -241,7 +240,7 @@ class _Subprocess:
 
 
 def _start(env: dict[str, str], fds: list[int], exec_env: bool):
-    """Start a worker; returns (child, fd numbers as the child sees them: result, scratch, libs...)."""
+    """Start a worker; returns (child, fd numbers as the child sees them: result, scratch, extras...)."""
     sandboxed = bwrap.active()
     if _use_template() and not exec_env:
         client = _template(env)
