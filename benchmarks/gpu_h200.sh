@@ -26,6 +26,7 @@ for s in $steps; do
     flushcmp)  # is the write-flush hurting small sizes? the same bench with each flush, warm-up 200 ms
            for f in write read; do timeout 120 python3 -m grader.bench --only gemm --sizes 1024 2048 4096 --shapes \
              --flush $f --warmup-ms 200 --save $OUT/flush_$f.json 2>/dev/null | grep -E "cublas|warptile|naive " | tee -a $OUT/flushcmp.log; done ;;
+    tune5) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 300 python3 benchmarks/gpu_tune.py gemm5 2>&1 | tee $OUT/tune5.log ;;
     tune4) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 200 python3 benchmarks/gpu_tune.py gemm4 2>&1 | tee $OUT/tune4.log ;;
     breakdown) for e in ${BREAKDOWN:-register_blocked relu_mask}; do timeout 90 python3 benchmarks/worker_breakdown.py $e 2>&1 | tee -a $OUT/breakdown.log | grep -E "PASSED|FAILED|arrivals|timed:|worker "; done ;;
     tune2) TUNE_SECONDS=3 timeout 80 python3 benchmarks/gpu_tune.py gemm2 2>&1 | tee $OUT/tune2.log ;;
