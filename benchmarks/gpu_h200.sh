@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
 # Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test|
-#   gputests|suites|tests|nbexec|nbval|training|relugap|latency|calibrate|tune4|breakdown]...
+#   gputests|suites|tests|nbexec|nbval|training|relugap|latency|calibrate|tune4|tune5|breakdown|ncuepi]...
 # Carried with the tree (both ignored by git): .whl/ (../shared/gpu/jupyter-wheels.sh: Jupyter, nbval) and
 # .gpu-carry/bubblewrap_*.deb (`apt-get download bubblewrap`): the machine has neither and installs nothing.
 set -o pipefail
@@ -26,6 +26,10 @@ for s in $steps; do
     flushcmp)  # is the write-flush hurting small sizes? the same bench with each flush, warm-up 200 ms
            for f in write read; do timeout 120 python3 -m grader.bench --only gemm --sizes 1024 2048 4096 --shapes \
              --flush $f --warmup-ms 200 --save $OUT/flush_$f.json 2>/dev/null | grep -E "cublas|warptile|naive " | tee -a $OUT/flushcmp.log; done ;;
+    ncuepi)  # kernels/07's epilogue under ncu (benchmarks/gpu_ncu_epilogue.py) -> $OUT/ncu_epilogue.txt
+           timeout 300 ncu --clock-control none --set full -k regex:"gemm|bias_relu" -o /tmp/epi python3 benchmarks/gpu_ncu_epilogue.py \
+             > $OUT/ncu_epilogue.log 2>&1; ncu --import /tmp/epi.ncu-rep --page details > $OUT/ncu_epilogue.txt 2>&1
+           grep -E "^  [a-z]|Duration|Executed Ipc|Issue Slots|DRAM Throughput" $OUT/ncu_epilogue.txt | head -60 ;;
     tune5) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 300 python3 benchmarks/gpu_tune.py gemm5 2>&1 | tee $OUT/tune5.log ;;
     tune4) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 200 python3 benchmarks/gpu_tune.py gemm4 2>&1 | tee $OUT/tune4.log ;;
     breakdown) for e in ${BREAKDOWN:-register_blocked relu_mask}; do timeout 90 python3 benchmarks/worker_breakdown.py $e 2>&1 | tee -a $OUT/breakdown.log | grep -E "PASSED|FAILED|arrivals|timed:|worker "; done ;;
