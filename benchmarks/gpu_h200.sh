@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
 # Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test|
-#   gputests|suites|tests|nbexec|nbval|training|relugap|latency|calibrate|tune4|tune5|breakdown|ncuepi]...
+#   gputests|suites|tests|nbexec|nbval|training|relugap|latency|calibrate|tune4|tune5|breakdown|ncuepi|gap5]...
 # Carried with the tree (both ignored by git): .whl/ (../shared/gpu/jupyter-wheels.sh: Jupyter, nbval) and
 # .gpu-carry/bubblewrap_*.deb (`apt-get download bubblewrap`): the machine has neither and installs nothing.
 set -o pipefail
@@ -51,6 +51,8 @@ for s in $steps; do
            timeout ${NBEXEC_TIMEOUT:-300} python3 -m grader.notebooks --execute $OUT/solutions --only ${NOTEBOOKS:-"*"} 2>&1 | tee $OUT/nbexec.log | tail -5 ;;
     nbval) python3 -m ipykernel install --user --name python3 >/dev/null
            timeout ${NBVAL_TIMEOUT:-300} python3 -m pytest -q --nbval-lax ${NOTEBOOKS:-solutions/} -p no:cacheprovider 2>&1 | tee $OUT/nbval.log | tail -8 ;;
+    gap5)  # why the grader times kernels/05 slower than gpu_tune.py (benchmarks/warptile_timing_gap.py)
+           timeout ${GAP5_TIMEOUT:-150} python3 benchmarks/warptile_timing_gap.py 2>&1 | tee $OUT/gap5.log ;;
     relugap) timeout ${RELUGAP_TIMEOUT:-120} python3 benchmarks/relu_timing_gap.py 2>&1 | tee $OUT/relugap.log ;;
     latency) timeout ${LATENCY_TIMEOUT:-200} python3 benchmarks/verdict_latency.py --json $OUT/latency.json 2>&1 | tee $OUT/latency.log | tail -8 ;;
     calibrate)  # $CAL_EXERCISES (default: all), 3 grades each -> $OUT/calibration.json (thresholds for this GPU)
