@@ -120,13 +120,13 @@ def test_the_spec():
     assert ex.shapes == exercises.GEMM_SHAPES and ex.cpu_shapes == exercises.GEMM_SHAPES_SMALL
     assert ex.bench_shape == (4096, 4096, 4096)
     assert contract.LAUNCHERS["warptile"] == contract.LAUNCHERS["register_blocked"] == (contract.GEMM,)
-    # calibrated on the H200 (2026-12-01): 80 % of the slower of the two solutions' fractions of cuBLAS
+    # calibrated on the H200 (2026-12-02): 80 % of the slower of the two solutions' fractions of cuBLAS
     shipped = exercises.SHIPPED_SPEEDUP_H200["warptile"]
     assert (
         set(shipped) == {"05_warptile_pipelined.cu", "09_beyond.ipynb"}
         and "warptile" not in exercises.PROVISIONAL_SPEEDUP_H200
     )
-    assert ex.threshold == round(exercises.CALIBRATION * min(shipped.values()), 2) == 0.70
+    assert ex.threshold == round(exercises.CALIBRATION * min(shipped.values()), 2) == 0.71
     bounds = {b.figure: b for b in ex.access}
     rb = {b.figure: b for b in exercises.get("register_blocked").access}
     assert bounds["bank_conflicts_per_shared_request"].most == 0.25
