@@ -31,3 +31,23 @@ def test_markdown_has_one_row_per_kernel_and_a_column_per_shape():
     ]
     md = bench.markdown({"gpu": "X"}, rows)
     assert "| naive | 1.00 | 0.25 | 50.0 |  |" in md
+
+
+def test_bench_times_the_way_the_grader_does(monkeypatch, capsys):
+    """The README's tables and the grader's verdicts must come from the same timing: bench's default
+    L2 flush is time_gpu's (until 2026-12-02 bench asked for a write-only flush, which left the timed
+    kernel up to 60 MB of dirty lines to write back)."""
+    import inspect
+    import types
+
+    from grader import timing
+
+    seen = []
+    monkeypatch.setattr(bench, "_torch", lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True)))
+    monkeypatch.setattr(bench, "gpu_info", lambda: {"gpu": "fake", "date": "today"})
+    for name in ("bench_gemm", "bench_relu", "bench_fused"):
+        monkeypatch.setattr(bench, name, lambda *a, timing=None, **k: seen.append(timing) or [])
+    assert bench.main([]) == 0
+    grader_flush = inspect.signature(timing.time_gpu).parameters["flush"].default
+    assert len(seen) == 3 and all(t["flush"] == grader_flush for t in seen), seen
+    capsys.readouterr()
