@@ -7,9 +7,9 @@ grader.fusion.KS, one launch each of 07's `gemm` (epilogue off), its `gemm_relu`
 
 Arguments: the K values to run (default: all of grader.fusion.KS). `gemm_relu_dense` is the fused
 launch with a bias that keeps every output (no zeros in C, every mask bit set), to tell the
-epilogue's cost from what ReLU's zeros do to the stores. The `gemm` and `gemm_relu` launches of one K are the same compiled kernel (a run-time flag), so the
-difference of their instruction counts and DRAM bytes is the epilogue; the pass's duration is what
-fusion saves. Prints each launch's label in order, to match the report's rows. Results (H200,
+epilogue's cost from what ReLU's zeros do to the stores. The `gemm` and `gemm_relu` launches of one
+K are the same compiled kernel (a run-time flag), so the difference of their instruction counts and
+DRAM bytes is the epilogue; the pass's duration is what fusion saves. Prints each launch's label in order, to match the report's rows. Results (H200,
 2026-12-02): kernels/results/h200_ncu_epilogue.txt.
 """
 

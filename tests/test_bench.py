@@ -43,7 +43,8 @@ def test_bench_times_the_way_the_grader_does(monkeypatch, capsys):
     from grader import timing
 
     seen = []
-    monkeypatch.setattr(bench, "_torch", lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True)))
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True))
+    monkeypatch.setattr(bench, "_torch", lambda: fake_torch)
     monkeypatch.setattr(bench, "gpu_info", lambda: {"gpu": "fake", "date": "today"})
     for name in ("bench_gemm", "bench_relu", "bench_fused"):
         monkeypatch.setattr(bench, name, lambda *a, timing=None, **k: seen.append(timing) or [])
