@@ -2,7 +2,7 @@
 // bias + ReLU + mask fused into its epilogue.
 //
 // What changed from 05_warptile_pipelined.cu: only the epilogue (and a bias copy that rides along
-// with the first K-tile). Everything else is 05's text, character for character: the copy helpers,
+// with the first K-tile; the -D switches below are the variants of benchmarks/gpu_fusion.py). Everything else is 05's text, character for character: the copy helpers,
 // the tile configuration, the main loop and the tuned tile sizes (tests/test_kernels.py compares
 // the two files, so 07b cannot fall behind 05 again as it once did).
 //  1. The bias slice of the block (BN floats) is copied into shared memory behind the pipeline's
@@ -15,9 +15,14 @@
 //     and the 8 lanes of a word transpose their 8 x 8 nibbles with 3 __shfl_xor_sync per register
 //     (12 per thread instead of 3 per nibble, 96): each lane then holds 4 finished words and stores
 //     them, a row's 8 words of the block in one 32-byte sector.
-// Why it can win: the separate pass (07a) reads C and writes Y and the mask again (8.125 B per
-// element: 136 MB at 4096^2, 29-41 us on the H200), while the fused epilogue adds a few
-// instructions per element and the mask's 1/32 of C's bytes to a store the GEMM makes anyway.
+// Why it wins: the separate pass (07a) reads C and writes Y and the mask again (8.125 B per element:
+// 136 MB at 4096^2, 34-37 us on the H200), while the fused epilogue adds about 4 instructions per
+// element and the mask's 1/32 of C's bytes to a store the GEMM makes anyway.
+// Measured on the H200 (2026-12-03, benchmarks/gpu_fusion.py, kernels/results/h200_fusion_07b.txt;
+// M = N = 4096): 1.038 / 1.009 / 1.002 / 0.994x 05's GEMM alone at K = 256 / 512 / 1024 / 4096, and
+// 1.143 / 1.087 / 1.048 / 1.017x faster than 05 + the separate pass. At K = 256 the epilogue's ~600
+// extra instructions per thread (half-rate integer and compare work) cost ~2 us per wave of blocks:
+// one block per SM (229 registers) leaves nothing to overlap them with.
 // Layout (kernel-file contract): bias has N floats added to every row; mask is M x ceil(N/32)
 // uint32, bit (j % 32) of mask[i][j / 32] set exactly when C[i][j] > 0.
 #include <cuda_runtime.h>
@@ -94,57 +99,28 @@ struct TileConfig {
     static_assert(STAGES >= 2, "at least double buffering");
 };
 
-// One butterfly step of an 8 x 8 transpose across the 8 lanes of an aligned group (lane b = laneIdx % 8):
-// lane b swaps with lane b ^ D the blocks of its register whose position has bit D different from b's.
-// A block is SHIFT / D bits; KEEP_LOW marks the blocks whose position has bit D clear.
-template <int D, int SHIFT, uint32_t KEEP_LOW>
-__device__ __forceinline__ uint32_t laneButterfly(uint32_t x, int b) {
+// 8 x 8 transpose of nibbles across the 8 lanes of an aligned group (lane b = laneIdx % 8): on entry
+// nibble c of x is element [b][c], on return element [c][b]. Three butterfly steps (D = 4, 2, 1); in
+// each, a lane swaps with lane b ^ D the blocks of D nibbles whose position bit D differs from its lane bit D.
+template <int D>
+__device__ __forceinline__ uint32_t nibbleButterfly(uint32_t x, int b) {
+    constexpr uint32_t KEEP_LOW = D == 4 ? 0x0000ffffu : D == 2 ? 0x00ff00ffu : 0x0f0f0f0fu;  // positions with bit D clear
     const bool upper = b & D;
     const uint32_t keep = upper ? ~KEEP_LOW : KEEP_LOW;
-    const uint32_t sent = upper ? x << SHIFT : x >> SHIFT;  // the blocks the partner keeps, moved into place
+    const uint32_t sent = upper ? x << (4 * D) : x >> (4 * D);  // the blocks the partner keeps, moved into place
     const uint32_t got = __shfl_xor_sync(0xffffffffu, sent, D);
     return (x & keep) | (got & ~keep);
 }
-// Nibble c of x is element [b][c] on entry, [c][b] on return.
 __device__ __forceinline__ uint32_t transposeNibbles8x8(uint32_t x, int b) {
-    x = laneButterfly<4, 16, 0x0000ffffu>(x, b);
-    x = laneButterfly<2, 8, 0x00ff00ffu>(x, b);
-    return laneButterfly<1, 4, 0x0f0f0f0fu>(x, b);
-}
-// Bit 8j + c of x is element [b][c] of byte j on entry, [c][b] on return.
-__device__ __forceinline__ uint32_t transposeBits8x8(uint32_t x, int b) {
-    x = laneButterfly<4, 4, 0x0f0f0f0fu>(x, b);
-    x = laneButterfly<2, 2, 0x33333333u>(x, b);
-    return laneButterfly<1, 1, 0x55555555u>(x, b);
-}
-__device__ __forceinline__ uint32_t topBytes(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {  // byte 3 of each, in order
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // as the copy helpers: the tuned path on sm_80+
-    return __byte_perm(__byte_perm(a, b, 0x0073), __byte_perm(c, d, 0x0073), 0x5410);  // 3 PRMT
-#else  // sm_75 and the CPU backend (which has no __byte_perm): shifts give the same word
-    return (a >> 24) | ((b >> 16) & 0xff00u) | ((c >> 8) & 0xff0000u) | (d & 0xff000000u);
-#endif
-}
-template <int DELTA, uint32_t LOW>  // swap the bits at positions LOW with those DELTA above them
-__device__ __forceinline__ uint32_t deltaSwap(uint32_t x) {
-    const uint32_t t = ((x >> DELTA) ^ x) & LOW;
-    return x ^ t ^ (t << DELTA);
-}
-__device__ __forceinline__ uint32_t bytesToNibbles(uint32_t x) {  // bit 8j + c -> bit 4c + j (j < 4, c < 8)
-    x = deltaSwap<7, 0x00aa00aau>(x);   // the 5 bits of a position, (c0 c1 c2 j0 j1) from the bottom,
-    x = deltaSwap<14, 0x0000ccccu>(x);  // become (j0 j1 c0 c1 c2) by 4 swaps of two of them
-    x = deltaSwap<4, 0x00f000f0u>(x);
-    return deltaSwap<8, 0x0000ff00u>(x);
+    return nibbleButterfly<1>(nibbleButterfly<2>(nibbleButterfly<4>(x, b), b), b);
 }
 
 // Sweep switches (benchmarks/gpu_fusion.py): where the bias comes from, and how the mask words are built.
 #ifndef BIAS_MODE
-#define BIAS_MODE 1  // 2: the accumulators start at the bias; 1: the epilogue adds it from shared memory
-#endif               // (copied with tile 0); 0: the epilogue adds it from global memory
+#define BIAS_MODE 1  // 1: the epilogue adds it from shared memory (copied with tile 0); 0: from global
+#endif               // memory; 2: the sums start at the bias (no add, but a slower main loop: README)
 #ifndef MASK_TRANSPOSE
-#define MASK_TRANSPOSE 1  // 0: 3 __shfl_xor_sync per nibble, as 07 does; 2: the sign bits of 0 - y gathered
-#endif                    // by bytes, transposed in bytes, then reordered into nibbles
-#ifndef FAST_INTERIOR
-#define FAST_INTERIOR 1   // 0: one epilogue with every bounds test for all blocks (half the code)
+#define MASK_TRANSPOSE 1  // 0: 3 __shfl_xor_sync per nibble, as 07 does
 #endif
 
 // MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__).
@@ -241,11 +217,11 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
         #pragma unroll
         for (int j = 0; j < TN; ++j) threadResults[i][j] = 0.0f;
 
-    // 07b: the bias. Mode 2: every sum starts at its column's bias instead of 0 (loads issued before
-    // the first tile's copies, needed only by the first FFMA, which waits for that tile anyway), so
-    // the epilogue has nothing to add. Mode 1: the block's slice is copied behind the stages (the
-    // launcher adds BN floats of shared memory) in tile 0's commit group, which every thread waits
-    // for and passes a barrier after before the main loop.
+    // 07b: the bias. Mode 1 (the default): the block's slice is copied behind the stages (the launcher
+    // adds BN floats of shared memory) in tile 0's commit group, which every thread waits for and
+    // passes a barrier after before the main loop. Mode 2: every sum starts at its column's bias
+    // instead of 0, so the epilogue has nothing to add; on the H200 ptxas then scheduled the main
+    // loop worse (1.3 % slower at K = 4096, kernels/README.md).
     float* biasS = smem + STAGES * Cfg::STAGE_FLOATS;
     if (EPI && BIAS_MODE == 2) {
         #pragma unroll
@@ -380,22 +356,15 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                     for (int subN = 0; subN < SUB_N; ++subN) {
                         const int g = (subM * SUB + i) * SUB_N + subN;
                         const int cCol = blockCol + threadColOff + subN * SUB_COLS;
-                        // Columns past N hold 0 here (zero-filled B tiles and bias), so their mask bits are 0.
                         float y[SUB];
                         uint32_t nibble = 0;
                         #pragma unroll
                         for (int j = 0; j < SUB; ++j) {
                             const float sum = threadResults[subM * SUB + i][subN * SUB + j];
                             y[j] = fmaxf(BIAS_MODE == 2 ? sum : sum + biasVals[subN][j], 0.0f);
-                            if (MASK_TRANSPOSE != 2) nibble |= y[j] > 0.0f ? 1u << j : 0u;
+                            nibble |= (y[j] > 0.0f && (!checked || cCol + j < N)) ? 1u << j : 0u;
                         }
-                        if (MASK_TRANSPOSE == 2) {  // sign of 0 - y: set exactly when y > 0 (0 - (+0) = +0)
-                            uint32_t z[SUB];
-                            #pragma unroll
-                            for (int j = 0; j < SUB; ++j) z[j] = __float_as_uint(0.0f - y[j]);
-                            const uint32_t signs = topBytes(z[0], z[1], z[2], z[3]);  // sign j at bit 8j + 7
-                            nibbles[g / 8] |= (signs >> (7 - g % 8)) & (0x01010101u << (g % 8));  // bit 8j + g % 8
-                        } else if (MASK_TRANSPOSE) {
+                        if (MASK_TRANSPOSE) {
                             nibbles[g / 8] |= nibble << (4 * (g % 8));
                         } else {  // OR the nibbles of the word's 8 lanes: every lane is here (no early exit)
                             uint32_t word = nibble << (4 * b);
@@ -419,8 +388,7 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                 // After the transpose, lane b holds the word of group 8r + b of its 8 lanes (register r).
                 #pragma unroll
                 for (int r = 0; r < GROUPS / 8; ++r) {
-                    const uint32_t word = MASK_TRANSPOSE == 2 ? bytesToNibbles(transposeBits8x8(nibbles[r], b))
-                                                              : transposeNibbles8x8(nibbles[r], b);
+                    const uint32_t word = transposeNibbles8x8(nibbles[r], b);
                     const int g = 8 * r + b, subN = g % SUB_N, i = (g / SUB_N) % SUB, subM = g / (SUB_N * SUB);
                     const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
                     const int wordCol = (blockCol + threadColOff - 4 * b + subN * SUB_COLS) / 32;
@@ -428,7 +396,7 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                 }
             }
         };
-        if (FAST_INTERIOR && interiorMN) epilogue(false);
+        if (interiorMN) epilogue(false);
         else            epilogue(true);
     }
 }
