@@ -118,7 +118,7 @@ __device__ __forceinline__ uint32_t transposeNibbles8x8(uint32_t x, int b) {
 // Sweep switches (benchmarks/gpu_fusion.py): where the bias comes from, and how the mask words are built.
 #ifndef BIAS_MODE
 #define BIAS_MODE 1  // 1: the epilogue adds it from shared memory (copied with tile 0); 0: from global
-#endif               // memory; 2: the sums start at the bias (no add, but a slower main loop: README)
+#endif               // memory; 2: the sums start at the bias (no add; a slower main loop on the H200)
 #ifndef MASK_TRANSPOSE
 #define MASK_TRANSPOSE 1  // 0: 3 __shfl_xor_sync per nibble, as 07 does
 #endif
@@ -221,7 +221,7 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
     // adds BN floats of shared memory) in tile 0's commit group, which every thread waits for and
     // passes a barrier after before the main loop. Mode 2: every sum starts at its column's bias
     // instead of 0, so the epilogue has nothing to add; on the H200 ptxas then scheduled the main
-    // loop worse (1.3 % slower at K = 4096, kernels/README.md).
+    // loop differently, 1.8 % slower at K = 4096 (kernels/README.md).
     float* biasS = smem + STAGES * Cfg::STAGE_FLOATS;
     if (EPI && BIAS_MODE == 2) {
         #pragma unroll
