@@ -352,15 +352,19 @@ class Worker:
         request = request | {"token": token}
         if isinstance(request.get("timing"), dict):
             request["timing"] = dict(request["timing"])
+        if request.get("lib") and not request.get("runner"):  # the native program the submission runs in
+            from .runner.build import runner_binary
+
+            request["runner"] = str(runner_binary(request.get("backend", "cpu")))
         # every library the worker loads, as (where in the request, path): sent as bytes after the request
-        files = [((k,), request[k]) for k in ("lib", "baseline_lib") if request.get(k)]
+        files = [((k,), request[k]) for k in ("lib", "baseline_lib", "runner") if request.get(k)]
         files += [
             (("timing", k), request["timing"][k])
             for k in ("lib", "baseline_lib")
             if isinstance(request.get("timing"), dict) and request["timing"].get(k)
         ]
         for (*outer, key), path in files:
-            if not outer:  # the build key (the library's folder)
+            if not outer and key.endswith("lib"):  # the build key (the library's folder)
                 request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
         request["files"] = [list(where) for where, _ in files]
         if self.lock_path:
