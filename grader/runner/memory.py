@@ -70,6 +70,13 @@ class Local:
         self.libs = {"sub": mod} | (others or {})
         self._bases: dict[str, torch.Tensor] = {}
 
+    @classmethod
+    def plain(cls, exercise: str, device="cpu") -> "Local":
+        """Buffers only, no library (the grader's tests of its checks call Python stand-ins)."""
+        from types import SimpleNamespace as NS
+
+        return cls(NS(exercise=exercise, backend="cpu", device=torch.device(device), launch=NS()))
+
     def alloc(self, name, shape, dtype, word, content=None, before=0, after=0) -> Handle:
         h = Handle(name, tuple(shape), dtype, before, after, {"guard": word})
         base = torch.full((h.numel + before + after,), _bits(word), dtype=torch.int32, device=self.device)
@@ -184,22 +191,37 @@ class Remote:
             out["colsum"] = torch.from_numpy(reply["_arrays"]["colsum"])
         return out
 
-    def _args(self, args: list, outs: set[str]) -> list:
-        return [Buf(a.name, a.name in outs) if isinstance(a, Handle) else a for a in args]
+    def _args(self, fn: str, args: list) -> list:
+        """Handles become the runner's buffers, marked where the launcher's parameter is an output (the
+        CPU runtime checks outputs for races and holds every other buffer read-only)."""
+        params = _params(fn)
+        return [Buf(a.name, not params[i][0].startswith("const ")) if isinstance(a, Handle) else a for i, a in enumerate(args)]
 
     def call(self, lib: str, fn: str, args: list, outs=()) -> str:
         """Run one launcher; its error as grader.binding.KernelModule.check_error words it ('' if none)."""
-        err = self.runner.call(lib, fn, self._args(args, set(outs)), device=self.device_memory)
+        err = self.runner.call(lib, fn, self._args(fn, args), device=self.device_memory)
         if not err:
             return ""
         return f"CUDA error in {fn}: {err}" if self.backend == "cuda" else f"{fn}: {err}"
 
     def timed(self, calls: list[tuple[str, str, list]]):
         """An object grader.timing.time_gpu times through the runner's own events (timed_round)."""
-        return _RemoteCalls(self, [(lib, fn, self._args(args, set())) for lib, fn, args in calls])
+        return _RemoteCalls(self, [(lib, fn, self._args(fn, args)) for lib, fn, args in calls])
 
     def check_error(self, what: str) -> None:
         pass  # every request reports its own error
+
+
+def _params(fn: str) -> tuple[tuple[str, str], ...]:
+    """A launcher's (C type, name) parameters, by name, from the contract (names are unique there)."""
+    from .. import contract
+
+    for group in (contract.LAUNCHERS, contract.BASELINE_LAUNCHERS, contract.TIMING_LAUNCHERS):
+        for launchers in group.values():
+            for launcher in launchers:
+                if launcher.name == fn:
+                    return launcher.params
+    raise KeyError(f"no launcher {fn!r} in the contract")
 
 
 class _EmuFn:
