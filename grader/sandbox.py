@@ -321,8 +321,12 @@ def start_worker(
         os.close(fd)
     worker = Worker(child, stdin_w, r_fd, log, scratch, f"/proc/self/fd/{layout[2]}" if gpu_lock else None)
     if warm:
+        arrays = None
+        if warm.get("runner"):  # the native runner, started at once: its CUDA context comes up meanwhile
+            arrays = {"runner": np.fromfile(warm["runner"], dtype=np.uint8)}
+            warm = warm | {"runner": True}
         try:
-            protocol.send(stdin_w, {"warm": warm})  # a few bytes: the pipe's buffer holds them
+            protocol.send(stdin_w, {"warm": warm}, arrays)  # the worker reads it first thing
         except OSError:
             pass  # it died already: run() reports how
     return worker

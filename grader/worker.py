@@ -398,10 +398,14 @@ def _device() -> dict:
     }
 
 
-def _start_runner(req: dict) -> tuple[Runner, Remote]:
+def _start_runner(req: dict, early: Runner | None = None) -> tuple[Runner, Remote]:
     """The native runner with the submission's library (and gemm_relu's separate pass) in it, confined
-    before it loads either (grader.seccomp: it may signal, trace or re-limit no process, not even this one)."""
-    runner = Runner(req["runner"], req["backend"], env=dict(os.environ))
+    before it loads either (grader.seccomp: it may signal, trace or re-limit no process, not even this one).
+    early: one started with the warm-up (its CUDA context is up), used if it is of this backend."""
+    if early is not None and early.backend != req["backend"]:
+        early.close()
+        early = None
+    runner = early or Runner(req["runner"], req["backend"], env=dict(os.environ))
     from . import seccomp
 
     if seccomp.available() == "":
@@ -433,8 +437,15 @@ def _die_like(e: RunnerDied) -> None:
 def serve(result_fd: int, stdin_fd: int = 0) -> int:
     """Read the request and all cases, then run them, streaming one message per result."""
     first = protocol.recv(stdin_fd)
+    early = None  # the runner, started while the compiler runs
     if first is not None and "warm" in first[0]:  # started while the compiler runs (grader.sandbox.start_worker)
-        warm_up(first[0]["warm"])
+        spec = first[0]["warm"]
+        if "runner" in first[1]:
+            try:
+                early = Runner(_in_memory(first[1]["runner"], "runner"), spec.get("backend", "cuda"), env=dict(os.environ))
+            except GraderError:
+                early = None  # the run proper starts one, and reports what is wrong
+        warm_up(spec)
         first = protocol.recv(stdin_fd)
     if first is None:
         return 3
@@ -466,7 +477,7 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         base = None
         if req.get("timing") and req.get("baseline_lib") and req["timing"].get("baseline_epilogue") != "own_gemm_then_pass":
             base = _load_local(req["baseline_lib"], req["baseline_exercise"], "cuda", req.get("baseline_key"))
-        runner, mem = _start_runner(req)
+        runner, mem = _start_runner(req, early)
     except RunnerDied as e:
         _die_like(e)
     except GraderError as e:

@@ -537,6 +537,79 @@ static std::string library_error(Library& lib, bool sync) {
     return name + " (error " + std::to_string(err) + ")";
 }
 
+// ------------------------------------------------------------------------------------ the stream contract
+// A launcher must launch on the stream it is given. Ours is a non-blocking stream; before a checked call
+// a gate kernel holds the legacy default stream (which every blocking stream waits for), so work that a
+// launcher put there waits. Once our stream has finished, the outputs are copied (on our stream); then the
+// gate opens. Outputs that change after that were written elsewhere. A launcher that waits on the default
+// stream itself (cudaDeviceSynchronize, a synchronous cudaMemcpy) would wait for the gate: it opens on its
+// own after GATE_MS and the check is off for the rest of the run (it cannot be judged, and is not blamed).
+#ifdef RUNNER_CUDA
+static const double GATE_MS = 1000.0;
+static volatile int* GATE_OPEN = nullptr;  // mapped host memory the gate kernel polls
+static int* GATE_OPEN_DEV = nullptr;
+static int* GATE_TIMED_OUT = nullptr;
+static bool GATE_USABLE = true;
+
+__global__ void gate(volatile int* open, long long max_cycles, int* timed_out) {
+    long long t0 = clock64();
+    while (!*open)
+        if (clock64() - t0 > max_cycles) {
+            *timed_out = 1;
+            return;
+        }
+}
+
+static bool gate_close() {
+    if (!GATE_USABLE) return false;
+    if (!GATE_OPEN) {
+        int* host;
+        if (cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped) != cudaSuccess) {
+            GATE_USABLE = false;
+            return false;
+        }
+        GATE_OPEN = host;
+        GATE_TIMED_OUT = host + 1;
+        cudaHostGetDevicePointer(&GATE_OPEN_DEV, host, 0);
+    }
+    GATE_OPEN[0] = 0;
+    GATE_TIMED_OUT[0] = 0;
+    int dev, khz = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+    gate<<<1, 1, 0, cudaStreamLegacy>>>(GATE_OPEN_DEV, (long long)(GATE_MS * (khz > 0 ? khz : 2000000)), GATE_OPEN_DEV + 1);
+    return true;
+}
+
+// After the launcher returned: "" or what ran outside our stream.
+static std::string gate_open_and_judge(const std::vector<std::pair<char*, size_t>>& outputs) {
+    std::vector<std::vector<char>> early;
+    cudaError_t e = cudaStreamSynchronize(STREAM);
+    for (auto& [p, n] : outputs) {
+        early.emplace_back(n);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(early.back().data(), p, n, cudaMemcpyDeviceToHost, STREAM);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(STREAM);
+    __sync_synchronize();
+    GATE_OPEN[0] = 1;
+    cudaDeviceSynchronize();
+    if (GATE_TIMED_OUT[0]) {
+        GATE_USABLE = false;
+        return "";
+    }
+    if (e != cudaSuccess) return "";  // the launch's own error is reported
+    for (size_t k = 0; k < outputs.size(); k++) {
+        std::vector<char> late(outputs[k].second);
+        if (cudaMemcpy(late.data(), outputs[k].first, late.size(), cudaMemcpyDeviceToHost) != cudaSuccess) return "";
+        if (late != early[k])
+            return "its outputs changed after the stream it was given had finished: some of its work ran on "
+                   "another stream (the default stream?). Launch every kernel with <<<grid, block, shared, stream>>> "
+                   "and every copy or memset with the Async call on `stream`.";
+    }
+    return "";
+}
+#endif
+
 // ------------------------------------------------------------------------------------ timing
 static double now_ms() {
     timespec t;
@@ -754,8 +827,22 @@ static Reply handle(const Message& m) {
                                                   std::vector<char>((char*)colsum.data(), (char*)colsum.data() + 8 * cols)});
     } else if (op == "call") {  // {lib, fn, args: [{b, out} | {i} | {s}], device}: one launcher, synchronised
         Call c = parse_call(q);
+#ifdef RUNNER_CUDA
+        bool gated = gate_close();
+        invoke(c, device);
+        std::string elsewhere;
+        if (gated) {
+            std::vector<std::pair<char*, size_t>> outputs;
+            for (size_t k = 0; k < c.bufs.size(); k++)
+                if (c.outs[k]) outputs.emplace_back(buffer(c.bufs[k]).inner(), 4 * buffer(c.bufs[k]).n);
+            elsewhere = gate_open_and_judge(outputs);
+        }
+        std::string err = library_error(*c.lib, true);
+        r.meta = obj({{"error", quote(err.empty() ? elsewhere : err)}});
+#else
         invoke(c, device);
         r.meta = obj({{"error", quote(library_error(*c.lib, true))}});
+#endif
     } else if (op == "time") {  // {calls, flush, head_start_us, device}: one timed round
         std::vector<Call> calls;
         for (auto& c : q.get("calls")->arr) calls.push_back(parse_call(c));

@@ -1,6 +1,6 @@
-// Expected: FAILED (wrong results: C is never written). Graded with scan=False in tests/test_runner.py.
-// A kernel file that borrows the interpreter of the process it runs in: it finds Python's C API
-// (here with dlsym, which the scan and the link check refuse; the same walk from `printf` to libc's
+// Known bad (borrows the grader's interpreter): refused by the scan (dlsym); graded with scan=False in
+// tests/test_runner.py, where it must fail with C never written. It borrows the interpreter of the
+// process it runs in: it finds Python's C API (here with dlsym, which the scan and the link check refuse; the same walk from `printf` to libc's
 // ELF header and dl_iterate_phdr needs no forbidden symbol) and has numpy compute C = A . B in float64.
 // In the grader's Python worker this passed every exercise; in the native runner there is no
 // interpreter to find, so C keeps its poison.
