@@ -329,3 +329,37 @@ def test_gpu_timing_clean_flush_does_not_charge_the_timed_call_for_write_backs()
         for mode in ("write", "clean")
     }
     assert t["clean"] < 0.9 * t["write"], t
+
+
+def test_the_sandbagging_guard_times_gemm_relu_on_the_graded_inputs(monkeypatch):
+    """gemm_relu's own `gemm` is held to the fused kernel's time, so that a slowed `gemm` cannot inflate
+    the baseline. That comparison used a bias of 1e4 (every output kept), which a file could recognise
+    (bias[0] > 1000: slow both, 1.96x "fusion" on the H200). Every timed call now sees the same inputs,
+    drawn like the graded ones."""
+    from types import SimpleNamespace as NS
+
+    from grader.checks import pack_mask
+
+    _fake_gpu_timing(monkeypatch)
+    seen = []
+
+    def gemm_relu(A, B, bias, C, mask):
+        seen.append(float(bias.abs().max()))
+        c = torch.addmm(bias, A, B).clamp_min(0)
+        C.copy_(c)
+        mask.copy_(pack_mask(c > 0))
+
+    def bias_relu_mask(C, bias, Y, mask):
+        y = (C + bias).clamp_min(0)
+        Y.copy_(y)
+        mask.copy_(pack_mask(y > 0))
+
+    def module(exercise, **launch):
+        return NS(exercise=exercise, backend="cpu", device=torch.device("cpu"), launch=NS(**launch),
+                  check_error=lambda *a, **k: None)
+
+    fused = module("gemm_relu", gemm_relu=gemm_relu, gemm=lambda A, B, C: torch.matmul(A, B, out=C))
+    req = {"shape": [12, 40, 9], "seed": 2, "baseline": "lib", "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0}
+    times, rounds = worker.time_kernels(fused, module("bias_relu_pass", bias_relu_mask=bias_relu_mask), req)
+    assert rounds.failure is None and {"kernel", "baseline", "gemm_alone"} <= set(times)
+    assert seen and max(seen) < 10.0, f"a timed call saw a bias no graded input has: {max(seen)}"

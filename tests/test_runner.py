@@ -76,3 +76,29 @@ def test_a_kernel_that_borrows_the_interpreter_finds_none():
     (scan=False: the scan and link check refuse its dlsym; the real attack needs no forbidden symbol.)"""
     r = grade.grade("naive", SUBMISSIONS / "borrow_interpreter.cu", backend="cpu", scan=False)
     assert not r.correct and "never written" in r.message
+
+
+@pytest.mark.gpu
+def test_the_gpu_runner_draws_the_timed_inputs_as_the_worker_does_on_the_gpu():
+    r = Runner(str(runner_binary("cuda")), "cuda")
+    try:
+        for relu in (False, True):
+            r.alloc("X", 1 << 20, 0)
+            r.random("X", 987654321987, relu)
+            want = rng.values(1 << 20, 987654321987, relu, device="cuda").cpu().numpy().view(np.int32)
+            assert np.array_equal(r.read("X"), want)
+        x = rng.values(1 << 16, 5, device="cuda").view(64, 1024)
+        r.alloc("S", x.numel(), 0, data=x.cpu().numpy())
+        reply = r.request("stats", id="S", cols=1024, colsum=True)
+        assert (int(reply["sum"]), int(reply["weighted"])) == checksum(x)
+        assert np.allclose(reply["_arrays"]["colsum"], x.double().sum(0).cpu().numpy())
+    finally:
+        r.close()
+
+
+@pytest.mark.gpu
+def test_a_launcher_that_ignores_its_stream_fails_on_the_gpu():
+    r = grade.grade("naive", SUBMISSIONS / "gpu" / "default_stream.cu", backend="cuda")
+    assert r.compiled and not r.correct and "another stream" in r.message, r.message
+    good = grade.grade("naive", SUBMISSIONS / "good_naive.cu", backend="cuda", time_it=False)
+    assert good.correct, good.message
