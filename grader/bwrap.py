@@ -156,3 +156,41 @@ def describe() -> str:
         if why
         else "bubblewrap: no network, read-only file system, own PID namespace, GPU nodes only"
     )
+
+
+def runner_hidden() -> list[str]:
+    """What the native runner (grader/runner) must not see, beyond what the worker does not: Python
+    (the interpreter's installation, its standard library and every package: torch, numpy, the nvidia-*
+    wheels' cuBLAS), the CUDA toolkit (its libraries), and the grader itself."""
+    import sysconfig
+
+    paths = set(keep_paths()) | {str(PACKAGE)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        if (p := sysconfig.get_paths().get(key)) and _real(p):
+            paths.add(_real(p))
+    for pattern in ("/usr/local/cuda*", "/usr/lib/python[23]*", "/usr/local/lib/python[23]*", "/opt/conda"):
+        paths |= {r for p in glob.glob(pattern) if (r := _real(p))}
+    paths = sorted(p for p in paths if os.path.isdir(p) and p not in ("/", "/usr", "/usr/bin", "/usr/lib", "/usr/local"))
+    return [p for p in paths if not any(p.startswith(q + os.sep) for q in paths)]  # a hidden folder hides what is in it
+
+
+def runner_command() -> list[str]:
+    """bwrap's arguments for the native runner, started by the worker inside the worker's own sandbox
+    (nested): the same file system with runner_hidden() and libpython under empty tmpfs / /dev/null.
+    Its PID namespace stays the worker's (the worker confines it with a filter that names its pid)."""
+    args = [executable() or "bwrap", "--unshare-user-try", "--unshare-ipc", "--unshare-net", "--unshare-uts",
+            "--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for node in sorted(set(glob.glob("/dev/nvidia[0-9]*")) | {n for n in GPU_NODES if os.path.exists(n)}):
+        args += ["--dev-bind", node, node]
+    hidden = runner_hidden()
+    for path in hidden:
+        args += ["--tmpfs", path]
+    for path in hidden:
+        args += ["--remount-ro", path]
+    for pattern in ("/usr/lib/libpython*.so*", "/usr/local/lib/libpython*.so*", "/usr/lib/*-linux-gnu/libpython*.so*",
+                    "/usr/bin/python*", "/usr/local/bin/python*"):
+        for f in sorted(glob.glob(pattern)):
+            if os.path.isfile(f) and not any(f.startswith(h + os.sep) for h in hidden):
+                args += ["--ro-bind", "/dev/null", f]
+    return args + ["--"]
+
