@@ -324,7 +324,7 @@ def start_worker(
         arrays = None
         if warm.get("runner"):  # the native runner, started at once: its CUDA context comes up meanwhile
             arrays = {"runner": np.fromfile(warm["runner"], dtype=np.uint8)}
-            warm = warm | {"runner": True} | ({"runner_sandbox": bwrap.runner_command()} if bwrap.active() else {})
+            warm = warm | {"runner": True}
         try:
             protocol.send(stdin_w, {"warm": warm}, arrays)  # the worker reads it first thing
         except OSError:
@@ -360,8 +360,6 @@ class Worker:
             from .runner.build import runner_binary
 
             request["runner"] = str(runner_binary(request.get("backend", "cpu")))
-        if bwrap.active():  # the runner's own view: no Python, no packages, no CUDA toolkit
-            request["runner_sandbox"] = bwrap.runner_command()
         # every library the worker loads, as (where in the request, path): sent as bytes after the request
         files = [((k,), request[k]) for k in ("lib", "baseline_lib", "runner") if request.get(k)]
         files += [

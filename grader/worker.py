@@ -405,7 +405,7 @@ def _start_runner(req: dict, early: Runner | None = None) -> tuple[Runner, Remot
     if early is not None and early.backend != req["backend"]:
         early.close()
         early = None
-    runner = early or Runner(req["runner"], req["backend"], env=dict(os.environ), prefix=req.get("runner_sandbox", ()))
+    runner = early or Runner(req["runner"], req["backend"], env=dict(os.environ))
     from . import seccomp
 
     if seccomp.available() == "":
@@ -442,12 +442,7 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         spec = first[0]["warm"]
         if "runner" in first[1]:
             try:
-                early = Runner(
-                    _in_memory(first[1]["runner"], "runner"),
-                    spec.get("backend", "cuda"),
-                    env=dict(os.environ),
-                    prefix=spec.get("runner_sandbox", ()),
-                )
+                early = Runner(_in_memory(first[1]["runner"], "runner"), spec.get("backend", "cuda"), env=dict(os.environ))
             except GraderError:
                 early = None  # the run proper starts one, and reports what is wrong
         warm_up(spec)

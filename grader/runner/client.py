@@ -58,9 +58,8 @@ def _arg(a) -> dict:
 class Runner:
     """One runner process, started now, ended by close() (or when this process dies)."""
 
-    def __init__(self, binary: str, backend: str, env: dict[str, str] | None = None, prefix: list[str] = ()):
-        """prefix: what starts the binary (grader.bwrap.runner_command(): a view with no Python in it)."""
-        self.backend, self.wrapped = backend, bool(prefix)
+    def __init__(self, binary: str, backend: str, env: dict[str, str] | None = None):
+        self.backend = backend
         req_r, self._req_w = os.pipe()
         self._rep_r, rep_w = os.pipe()
         # the child's ends above 2: this process may have closed its stdin (the worker does), and
@@ -70,8 +69,7 @@ class Runner:
         keep = [int(binary.rsplit("/", 1)[1])] if binary.startswith("/proc/self/fd/") else []
         try:
             self.proc = subprocess.Popen(
-                # the parent's pid: the runner checks it is still its parent (none when bwrap stands between)
-                [*prefix, binary, str(req_r), str(rep_w), *([] if prefix else [str(os.getpid())])],
+                [binary, str(req_r), str(rep_w), str(os.getpid())],
                 pass_fds=fds + keep,
                 stdin=subprocess.DEVNULL,
                 env=env if env is not None else os.environ.copy(),
@@ -95,23 +93,17 @@ class Runner:
         else:
             bad = ""
         if got is None:
-            raise RunnerDied(self._death(bad), self.returncode())
+            raise RunnerDied(self._death(bad), self.proc.poll())
         meta, arrays = got
         meta["_arrays"] = arrays
         return meta
 
-    def returncode(self) -> int | None:
-        """The runner's exit as subprocess words it: -N for signal N (bwrap reports 128 + N)."""
-        rc = self.proc.poll()
-        return -(rc - 128) if self.wrapped and rc is not None and rc > 128 else rc
-
     def _death(self, bad: str) -> str:
         try:
-            self.proc.wait(timeout=10)
+            rc = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait()
-        rc = self.returncode()
+            rc = self.proc.wait()
         if bad:
             return f"the kernel's process sent malformed data ({bad})"
         if rc < 0:
@@ -125,7 +117,7 @@ class Runner:
         try:
             protocol.send(self._req_w, {"op": op, **meta}, arrays)
         except (BrokenPipeError, OSError):
-            raise RunnerDied(self._death(""), self.returncode()) from None
+            raise RunnerDied(self._death(""), self.proc.poll()) from None
         reply = self._recv()
         if "fail" in reply:
             raise RunnerFailed(reply["fail"])
