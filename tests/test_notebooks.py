@@ -113,3 +113,14 @@ def test_solution_kernel_passes_and_exercise_kernel_fails(path, exercise):
     assert solved.passed, f"{path.name}: {solved.message}"
     blank = grade.grade(exercise, ROOT / "notebooks" / path.name, time_it=False)
     assert blank.compiled and not blank.passed, f"notebooks/{path.name}: {blank.message}"
+
+
+def test_a_wrong_cpu_blocked_verdict_says_where_its_speed_is_timed():
+    """Notebook 01's cpu_blocked is timed on this CPU once it is correct, on any machine: its verdict's
+    footer must not send the learner to a GPU (a CUDA exercise's does)."""
+    from grader import grade, report
+
+    cpu = report.html_report(grade.Result("cpu_blocked", "cpu", compiled=True, correct=False))
+    assert "GPU" not in cpu and "timed on this CPU once it is correct" in cpu
+    gpu_exercise = report.html_report(grade.Result("naive", "cpu", compiled=True, correct=False))
+    assert "speed is graded on a GPU" in gpu_exercise
