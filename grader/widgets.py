@@ -754,14 +754,20 @@ def roofline(
     shape=None,
     *,
     measured="auto",
-    peak_tflops: float = 66.9,
-    bandwidth_tbs: float = 4.0,
+    peak_tflops: float | None = None,
+    bandwidth_tbs: float | None = None,
 ):
     """The kernel's point (and `others`', as in `compare`) on the roofline: intensity from its
     counted global bytes per FLOP (sampled blocks at the exercise's profile shape); on a GPU
     ("auto") its measured TFLOP/s as dots. Tick kernels in or out. Roof: the H200's FP32 peak
-    and measured copy bandwidth, unless given."""
+    and copy bandwidth as notebook 00 measured them (grader.lab.h200_figures), unless given."""
     import ipywidgets as w
+
+    from .lab import h200_figures
+
+    h200 = h200_figures()
+    peak_tflops = peak_tflops or h200["fp32_peak_TFLOPs"]
+    bandwidth_tbs = bandwidth_tbs or h200["copy_TBs"]
 
     kernels = _kernels(source, exercise, others)
     profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
