@@ -63,3 +63,13 @@ def test_h200_peak_and_copy_come_from_the_committed_run():
     # 132 SMs x 128 lanes x 2 FLOP x 1980 MHz (the max SM clock nvidia-smi reported)
     assert round(machine.fp32_peak_tflops(data), 1) == 66.9
     assert round(machine.copy_tbs(data), 2) == 3.84  # the 1 GB copy of the bandwidth sweep
+
+
+def test_the_cpu_roofline_chart_shows_the_add_it_asks_about():
+    from grader import plots
+
+    # notebook 00 on a CPU: 1 TFLOP/s and 12 GB/s put c = a + b (1/12 FLOP per byte) near 0.001 TFLOP/s
+    points = {"c = a + b": 1 / 12, "matmul n=1024": 1024 / 6}
+    fig = plots.roofline(points, 1.086, 0.0119, measured={"c = a + b": 0.00085, "matmul n=1024": 1.086})
+    low, high = fig.axes[0].get_ylim()
+    assert low < 0.00085 and high > 1.086

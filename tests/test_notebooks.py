@@ -124,3 +124,46 @@ def test_a_wrong_cpu_blocked_verdict_says_where_its_speed_is_timed():
     assert "GPU" not in cpu and "timed on this CPU once it is correct" in cpu
     gpu_exercise = report.html_report(grade.Result("naive", "cpu", compiled=True, correct=False))
     assert "speed is graded on a GPU" in gpu_exercise
+
+
+# What a notebook shows only as a cell's value: grader.plots' figures (closed when returned) and the
+# widgets' views. Anywhere else in a cell (an `if` block, a loop) they must be passed to display().
+SHOWN_AS_VALUE = {"plots": {"LiveLoss", "h200_results"}, "widgets": {"compare"}}  # module: names that show themselves
+
+
+def unshown_pictures(source: str) -> list[str]:
+    import ast
+
+    tree = ast.parse("\n".join(line for line in source.split("\n") if not line.lstrip().startswith(("%", "!"))))
+    last = tree.body[-1].value if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    shown = {id(last)} | {
+        id(arg)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "display"
+        for arg in node.args
+    }
+    return [
+        f"line {node.lineno}: {node.func.value.id}.{node.func.attr}(...)"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in SHOWN_AS_VALUE
+        and node.func.attr not in SHOWN_AS_VALUE[node.func.value.id]
+        and id(node) not in shown
+    ]
+
+
+def test_unshown_pictures_finds_a_chart_inside_an_if():
+    assert unshown_pictures("if x:\n    plots.lines(xs, ys)\n") == ["line 2: plots.lines(...)"]
+    assert unshown_pictures("if x:\n    display(plots.lines(xs, ys))\nplots.ladder(tf)\n") == []
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
+def test_every_chart_and_widget_is_shown(path):
+    """A figure that is not its cell's value is never drawn (notebook 00's four charts were not, for
+    weeks, even in the committed outputs)."""
+    problems = [
+        f"cell {c.get('id')} {p}" for c in read(path).cells if c.cell_type == "code" for p in unshown_pictures(c.source)
+    ]
+    assert not problems, "not shown: wrap in display(...): " + "; ".join(problems)
