@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import io
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -555,8 +556,6 @@ def _wrong(p, label: str = "your kernel") -> str:
         return ""
     say = f"{label} is wrong ({p.wrong.splitlines()[0]})"
     print(f"warning: {say}. Drawn anyway: what it touches shows where it goes wrong.")
-    import html
-
     return f"<div style='color:#c62828'>{html.escape(say)}: drawn anyway.</div>"
 
 
