@@ -1,13 +1,14 @@
-"""The worker: a child process that runs a learner's kernel and nothing else.
+"""The worker: a child process that drives one verdict's native runner (grader/runner).
 
     python -m grader.worker RESULT_FD      (request on stdin, see grader.sandbox)
 
-It loads the built library, runs each case on the inputs it is sent (outputs
-poisoned first) and sends the raw outputs back; the parent decides what is
-right. On a GPU it then times the kernel, its baseline and cuBLAS, redrawing
-the inputs (from a seed the parent chose) before every round and checking every
-round's output (FreshRounds), and reports the times and the first bad round. A
-crash here costs the parent nothing but this submission's verdict.
+It starts the runner, which alone loads the submission's library (a process with no interpreter,
+torch or BLAS in it), runs each case there on the inputs it is sent (outputs poisoned first, inside
+guard zones) and sends the raw outputs back; the parent decides what is right. On a GPU it then times
+the kernel (the runner times its own rounds with CUDA events), its baseline and cuBLAS (timed here),
+round-robin, with inputs drawn afresh before every round (FreshRounds) and every round's output
+checked, and reports the times and the first bad round. A crash in the runner ends this worker the
+same way, so the parent sees it as before; nothing else is lost.
 """
 
 from __future__ import annotations
