@@ -1,13 +1,14 @@
-"""The worker: a child process that runs a learner's kernel and nothing else.
+"""The worker: a child process that drives one verdict's native runner (grader/runner).
 
     python -m grader.worker RESULT_FD      (request on stdin, see grader.sandbox)
 
-It loads the built library, runs each case on the inputs it is sent (outputs
-poisoned first) and sends the raw outputs back; the parent decides what is
-right. On a GPU it then times the kernel, its baseline and cuBLAS, redrawing
-the inputs (from a seed the parent chose) before every round and checking every
-round's output (FreshRounds), and reports the times and the first bad round. A
-crash here costs the parent nothing but this submission's verdict.
+It starts the runner, which alone loads the submission's library (a process with no interpreter,
+torch or BLAS in it), runs each case there on the inputs it is sent (outputs poisoned first, inside
+guard zones) and sends the raw outputs back; the parent decides what is right. On a GPU it then times
+the kernel (the runner times its own rounds with CUDA events), its baseline and cuBLAS (timed here),
+round-robin, with inputs drawn afresh before every round (FreshRounds) and every round's output
+checked, and reports the times and the first bad round. A crash in the runner ends this worker the
+same way, so the parent sees it as before; nothing else is lost.
 """
 
 from __future__ import annotations
@@ -61,19 +62,17 @@ def _poison_word(dtype: torch.dtype, is_input: bool = False) -> int:
     return INPUT_GUARD_BITS[dtype] if is_input else (POISON_BITS if dtype == torch.float32 else POISON_MASK)
 
 
-def _damage(name: str, whole: torch.Tensor, h: Handle) -> str | None:
-    """How a kernel wrote outside `name`, judged by its guard zones (`whole`: the buffer's words with
-    its guards, as the memory read it); None when it did not."""
-    bits, word = whole.view(torch.int32), _bits(h.words["guard"])
-    hit_after = (bits[h.before + h.numel :] != word).nonzero().flatten()
-    hit_before = (bits[: h.before] != word).nonzero().flatten()
-    if len(hit_after):
+def _damage(name: str, mem, h: Handle) -> str | None:
+    """How a kernel wrote outside `name`, judged by its guard zones (counted where the buffer lives);
+    None when it did not."""
+    g = mem.guards(h)
+    if g["after"]:
         return (
-            f"wrote past the end of {name}: {len(hit_after)} element(s) in the {h.after} after it "
-            f"(the first at index {h.numel + int(hit_after[0])} of a {h.numel}-element array)"
+            f"wrote past the end of {name}: {g['after']} element(s) in the {h.after} after it "
+            f"(the first at index {h.numel + g['first_after']} of a {h.numel}-element array)"
         )
-    if len(hit_before):
-        return f"wrote before the start of {name}: {len(hit_before)} element(s) at negative indices"
+    if g["before"]:
+        return f"wrote before the start of {name}: {g['before']} element(s) at negative indices"
     return None
 
 
@@ -134,7 +133,8 @@ def run_case(mod, shape, inputs: dict[str, torch.Tensor], digests: dict[str, str
     # An input's guard after it covers a read with a wrong row stride (index up to max(dim)^2): such a
     # read then finds the guard word (a NaN whose payload the checks recognise), never another buffer
     # (an output: the CPU backend would call that read a race, or a value the kernel wrote: no sign).
-    after = max(GUARD, max(dims.values()) ** 2)
+    # (capped at 2^24 elements, 64 MB: a long shape's M = 70000 would otherwise ask for 20 GB)
+    after = max(GUARD, min(max(dims.values()) ** 2, 1 << 24))
     guarded = {k: _alloc(mem, k, dims, v, after) for k, v in inputs.items()}
     produced: dict[str, Handle] = {}
     every_output: list[tuple[str, Handle]] = []
@@ -159,7 +159,7 @@ def run_case(mod, shape, inputs: dict[str, torch.Tensor], digests: dict[str, str
             if later and (n not in later or n in guarded):
                 mem.fill(h, _poison_word(h.dtype))
     for name, h in list(guarded.items()) + every_output:
-        problem = _damage(name, mem.read_whole(h), h)
+        problem = _damage(name, mem, h)
         if problem:
             raise KernelError(problem)
     if digests is not None:
@@ -187,7 +187,7 @@ class Ops:
             outs = {n: _alloc(self.mem, n, dims) for n in contract.outputs(launcher)}
             _call(self.mem, "sub", launcher, bufs | outs, dims)
             for n, h in list(bufs.items()) + list(outs.items()):
-                problem = _damage(n, self.mem.read_whole(h), h)
+                problem = _damage(n, self.mem, h)
                 if problem:
                     raise KernelError(f"{launcher.name}: {problem}")
             res = [self.mem.read(h).to(args[0].device) for h in outs.values()]

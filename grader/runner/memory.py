@@ -62,6 +62,14 @@ def _bits(word: int) -> int:
     return word - (1 << 32) if word >= 1 << 31 else word
 
 
+def _guards(bits: torch.Tensor, h: Handle) -> dict:
+    """Changed words in a buffer's guard zones (`bits`: all its words): before, after, the first after."""
+    word = _bits(h.words["guard"])
+    hit_after = (bits[h.before + h.numel :] != word).nonzero().flatten()
+    before = int((bits[: h.before] != word).sum())
+    return {"before": before, "after": len(hit_after), "first_after": int(hit_after[0]) if len(hit_after) else -1}
+
+
 class Local:
     """Buffers as torch tensors of this process, on the module's device; launchers through ctypes."""
 
@@ -94,11 +102,11 @@ class Local:
     def read(self, h: Handle) -> torch.Tensor:
         return self.tensor(h).detach().cpu().clone()
 
-    def read_whole(self, h: Handle) -> torch.Tensor:
-        return self._bases[h.name].cpu().clone()
-
     def rows(self, h: Handle, rows: list[int]) -> torch.Tensor:
         return self.tensor(h)[rows].cpu()
+
+    def guards(self, h: Handle) -> dict:
+        return _guards(self._bases[h.name].view(torch.int32), h)
 
     def random(self, h: Handle, seed: int, relu: bool = False) -> None:
         rng.fill_(self.tensor(h), seed, relu)
@@ -175,11 +183,12 @@ class Remote:
     def read(self, h: Handle) -> torch.Tensor:
         return self._tensor(self.runner.read(h.name), h, h.shape)
 
-    def read_whole(self, h: Handle) -> torch.Tensor:
-        return torch.from_numpy(self.runner.read(h.name, whole=True))
-
     def rows(self, h: Handle, rows: list[int]) -> torch.Tensor:
         return self._tensor(self.runner.rows(h.name, rows, h.shape[-1]), h, (len(rows), h.shape[-1]))
+
+    def guards(self, h: Handle) -> dict:
+        reply = self.runner.request("guards", id=h.name, word=_bits(h.words["guard"]))
+        return {k: int(reply[k]) for k in ("before", "after", "first_after")}
 
     def random(self, h: Handle, seed: int, relu: bool = False) -> None:
         self.runner.random(h.name, seed, relu)

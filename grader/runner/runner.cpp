@@ -762,6 +762,19 @@ static Reply handle(const Message& m) {
         Array a{"data", "int32", {(long long)words}, std::vector<char>(4 * words)};
         from_dev(a.bytes.data(), whole ? b.base : b.inner(), 4 * words);
         r.arrays.emplace_back("data", std::move(a));
+    } else if (op == "guards") {  // {id, word}: how many guard words before and after the region changed
+        Buffer& b = buffer(q.s("id"));
+        uint32_t word = (uint32_t)q.i("word");
+        std::vector<uint32_t> w(b.before + b.n + b.after);
+        from_dev(w.data(), b.base, 4 * w.size());
+        long long before = 0, after = 0, first = -1;
+        for (size_t i = 0; i < b.before; i++) before += w[i] != word;
+        for (size_t i = 0; i < b.after; i++)
+            if (w[b.before + b.n + i] != word) {
+                if (first < 0) first = (long long)i;
+                after++;
+            }
+        r.meta = obj({{"before", std::to_string(before)}, {"after", std::to_string(after)}, {"first_after", std::to_string(first)}});
     } else if (op == "rows") {  // {id, rows, cols}: some rows of a row-major matrix's inner region
         Buffer& b = buffer(q.s("id"));
         size_t cols = (size_t)q.i("cols");
