@@ -32,6 +32,55 @@ _Z1kPff:
         /*00d0*/                   EXIT ;
 """
 
+# nvdisasm -c -g (CUDA 13.5) of kernels/04_register_blocked.cu (register_blocked_gemm_kernel<true>) compiled by
+# nvcc 13.0 for sm_90 with the grader's flags: the first 34 FFMAs of its main loop, after its four LDS.128
+LOOP_SM90 = """
+.text._Z28register_blocked_gemm_kernelILb1EEvPKfS1_Pfiii:
+	//## File "kernels/04_register_blocked.cu", line 87
+        /*0890*/                   LDS.128 R76, [R11+UR5] ;
+	//## File "kernels/04_register_blocked.cu", line 90
+        /*08a0*/                   LDS.128 R80, [R10+UR6] ;
+	//## File "kernels/04_register_blocked.cu", line 87
+        /*08b0*/                   LDS.128 R84, [R11+UR5+0x10] ;
+	//## File "kernels/04_register_blocked.cu", line 90
+        /*08c0*/                   LDS.128 R88, [R10+UR6+0x10] ;
+	//## File "kernels/04_register_blocked.cu", line 95
+        /*08d0*/                   FFMA R92, R76, R80.reuse, R28 ;
+        /*08e0*/                   FFMA R93, R77, R80.reuse, R36 ;
+        /*08f0*/                   FFMA R94, R78, R80.reuse, R44 ;
+        /*0900*/                   FFMA R52, R79, R80.reuse, R52 ;
+        /*0910*/                   FFMA R60, R84, R80.reuse, R60 ;
+        /*0920*/                   FFMA R68, R85, R80.reuse, R68 ;
+        /*0930*/                   FFMA R24, R86, R80.reuse, R24 ;
+        /*0940*/                   FFMA R16, R87, R80, R16 ;
+        /*0950*/                   FFMA R80, R76, R81.reuse, R29 ;
+        /*0960*/                   FFMA R95, R77, R81.reuse, R37 ;
+        /*0970*/                   FFMA R98, R78, R81.reuse, R45 ;
+        /*0980*/                   FFMA R53, R79, R81.reuse, R53 ;
+        /*0990*/                   FFMA R61, R84, R81.reuse, R61 ;
+        /*09a0*/                   FFMA R69, R85, R81.reuse, R69 ;
+        /*09b0*/                   FFMA R25, R86, R81.reuse, R25 ;
+        /*09c0*/                   FFMA R17, R87, R81, R17 ;
+        /*09d0*/                   FFMA R54, R79, R82.reuse, R54 ;
+        /*09e0*/                   FFMA R62, R84.reuse, R82.reuse, R62 ;
+        /*09f0*/                   FFMA R70, R85, R82, R70 ;
+        /*0a00*/                   FFMA R55, R79, R83.reuse, R55 ;
+        /*0a10*/                   FFMA R63, R84.reuse, R83.reuse, R63 ;
+        /*0a20*/                   FFMA R71, R85, R83, R71 ;
+        /*0a30*/                   FFMA R56, R79.reuse, R88, R56 ;
+        /*0a40*/                   FFMA R57, R79.reuse, R89, R57 ;
+        /*0a50*/                   FFMA R58, R79.reuse, R90, R58 ;
+        /*0a60*/                   FFMA R59, R79, R91, R59 ;
+        /*0a70*/                   FFMA R64, R84.reuse, R88, R64 ;
+        /*0a80*/                   FFMA R65, R84.reuse, R89, R65 ;
+        /*0a90*/                   FFMA R66, R84.reuse, R90, R66 ;
+        /*0aa0*/                   FFMA R67, R84, R91, R67 ;
+        /*0ab0*/                   FFMA R72, R85.reuse, R88, R72 ;
+        /*0ac0*/                   FFMA R73, R85.reuse, R89, R73 ;
+        /*0ad0*/                   FFMA R74, R85.reuse, R90, R74 ;
+        /*0ae0*/                   FFMA R75, R85, R91, R75 ;
+"""
+
 # Written for the tests: the reuse cache across blocks, its two entries per slot, and banks.
 BLOCKS = """
 .text._Z4loopv:
@@ -79,6 +128,20 @@ def test_the_reuse_cache_serves_the_same_slot_only():
         "ffma": 3, "loop": 3, "flagged": 2, "reads": 7, "cached": 2,
         "conflicts": 0, "conflicts_without_reuse": 0, "reuse_flags": 2,
     }  # fmt: skip
+
+
+def test_ptxas_flags_fit_the_model():
+    (k,) = sass.analyse(sass.parse(LOOP_SM90), sass.ASSUMED)
+    assert k.name in ("register_blocked_gemm_kernel<true>", "_Z28register_blocked_gemm_kernelILb1EEvPKfS1_Pfiii")
+    c = k.counts()
+    assert c["ffma"] == 34 and c["reads"] == 102 and {f.line for f in k.ffmas} == {95}
+    assert c["cached"] == c["reuse_flags"] == 29  # every flag ptxas set serves exactly one later read
+    by_address = {f.address: f for f in k.ffmas}
+    # R84 flagged at 0x0a10 is read at 0x0a70 after four slot-a reads of R79: two entries, kept by unflagged reads
+    assert by_address[0x0A70].cached == (True, False, False)
+    # the first FFMA reads R76 R80 R28, nothing cached yet: three reads in bank 0
+    assert by_address[0x08D0].conflict
+    assert (c["conflicts"], c["conflicts_without_reuse"]) == (2, 17)
 
 
 def test_blocks_two_entries_per_slot_and_conflicts():
