@@ -160,6 +160,8 @@ def register_banks(ffmas, n_banks: int = 2, title=None):
     from matplotlib.patches import Patch, Rectangle
 
     fig, ax = plt.subplots(figsize=(max(6.0, 0.19 * len(ffmas) + 1.5), 2.5))
+    if not ffmas:
+        ax.text(0.5, 0.5, "no FFMA to draw", ha="center", va="center", transform=ax.transAxes)
     for x, f in enumerate(ffmas):
         for row, (op, bank, cached) in enumerate(zip(f.sources, f.banks, f.cached)):
             if op.reg is None:

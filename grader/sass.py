@@ -10,10 +10,12 @@ own line numbers (`cuobjdump -sass` shows the same instructions; it runs nvdisas
 comes with the CUDA toolkit, or from PyPI as `nvidia-cuda-nvdisasm`.
 
 The model (what ptxas's flags and published measurements support; NVIDIA documents neither):
-- Register banks (BANK_MODELS): Maxwell and Pascal have 4 banks, bank = register % 4, and two source
-  registers in one bank conflict (maxas SGEMM wiki). Volta and Turing have 2 banks, bank = register % 2,
-  and an FFMA conflicts only when all three of its register-file reads are in one bank (Jia et al. 2018,
-  2019). For Ampere and later nothing is published: the Volta/Turing model is assumed.
+- Register banks (bank_model): Maxwell has 4 banks, bank = register % 4, and two source registers in one
+  bank conflict (maxas SGEMM wiki; Pascal assumed the same). Volta and Turing have two 64-bit banks, bank
+  = register % 2, and an FFMA conflicts when all three of its register-file reads are in one bank (Jia et
+  al. 2018, 2019; on a Turing RTX 2070, sjfeng1999/gpu-arch-microbenchmark measured FFMA CPI 3.52 with
+  three source registers in one bank, 2.97 with two, 2.94 when one of the three came from the reuse
+  cache). For Ampere and later nothing is published: the Volta/Turing model is assumed.
 - The reuse cache: a `.reuse` flag on a source operand keeps that register for its operand slot
   (a, b or c); a later instruction that reads it in the same slot gets it from the cache instead of
   the register file. Each slot holds two registers (maxas: 8 bytes per slot); a read without the
@@ -51,7 +53,7 @@ class BankModel:
     source: str  # where the numbers come from
 
 
-MAXWELL = BankModel(4, 1, "Maxwell/Pascal: 4 banks, register % 4 (maxas SGEMM wiki)")
+MAXWELL = BankModel(4, 1, "Maxwell: 4 banks, register % 4 (maxas SGEMM wiki; Pascal assumed the same)")
 VOLTA = BankModel(2, 2, "Volta/Turing: 2 banks, register % 2 (Jia et al. 2018, 2019)")
 ASSUMED = BankModel(2, 2, "assumed: Volta/Turing's 2 banks, register % 2 (nothing published for sm_80+)")
 
@@ -234,17 +236,20 @@ class SassReport:
             if model.reads_per_bank == 1
             else f"an FFMA conflicts when {model.reads_per_bank + 1} register-file reads share a bank"
         )
-        lines = [f"{self.arch}, {model.source}; {rule}"]
-        head = f"{'kernel':<40} {'FFMAs':>6} {'in loop':>8} {'reads':>6} {'from reuse cache':>17} {'conflicts':>10} {'without reuse':>14}"
-        lines.append(head)
+        w = max([len("kernel"), *(len(k.name) for k in self.kernels)])
+        lines = [
+            f"{self.arch}, {model.source}; {rule}",
+            f"{'kernel':<{w}} {'FFMAs':>6} {'in loop':>8} {'reads':>6} {'from reuse cache':>17} "
+            f"{'conflicts':>10} {'without reuse':>14}",
+        ]
         for k in self.kernels:
             c = k.counts()
             if not c["ffma"]:
-                lines.append(f"{k.name:<40} {0:>6}  (no FFMA)")
+                lines.append(f"{k.name:<{w}} {0:>6}  (no FFMA)")
                 continue
             share = f"{c['cached']} ({100 * c['cached'] / c['reads']:.0f} %)"
             lines.append(
-                f"{k.name:<40} {c['ffma']:>6} {c['loop']:>8} {c['reads']:>6} {share:>17} "
+                f"{k.name:<{w}} {c['ffma']:>6} {c['loop']:>8} {c['reads']:>6} {share:>17} "
                 f"{c['conflicts']:>10} {c['conflicts_without_reuse']:>14}"
             )
         return "\n".join(lines)
@@ -255,6 +260,25 @@ class SassReport:
         """The kernel whose name contains `name` (default: the one with the largest loop)."""
         found = [k for k in self.kernels if name is None or name in k.name]
         return max(found, key=lambda k: len(k.loop), default=None)
+
+    def loop(self, kernel: str | None = None) -> list[Ffma]:
+        """The main loop's FFMAs of `kernel` ([] when there is none, or no SASS)."""
+        k = self.kernel(kernel)
+        return k.loop if k else []
+
+    def saved(self, kernel: str | None = None) -> str:
+        """One line: what the reuse cache saves in `kernel`."""
+        if self.missing:
+            return self.missing
+        k = self.kernel(kernel)
+        c = k.counts() if k else {"reads": 0}
+        if not c["reads"]:
+            return f"{self.arch}: no FFMA in {'any kernel' if kernel is None else repr(kernel)}"
+        return (
+            f"{self.arch}, {k.name}: the reuse cache serves {c['cached']} of {c['reads']} operand reads "
+            f"({100 * c['cached'] / c['reads']:.0f} %); {c['conflicts_without_reuse']} of {c['ffma']} FFMAs "
+            f"would conflict without it, {c['conflicts']} do with it"
+        )
 
     def listing(self, kernel: str | None = None, first: int = 16) -> str:
         """The first `first` FFMAs of a kernel's main loop: banks, reuse-cache hits (*), conflicts."""
@@ -269,12 +293,12 @@ class SassReport:
         )
         out = [
             f"{k.name}: its main loop ({len(loop)} FFMAs{where}), the first {min(first, len(loop))}",
-            f"{'':<44} bank of a b c  (* from the reuse cache)",
+            f"{'':<50}a  b  c   <- the bank of each source register; * from the reuse cache",
         ]
         for f in loop[:first]:
             banks = " ".join("-" if b is None else f"{b}{'*' if c else ' '}" for b, c in zip(f.banks, f.cached))
             note = "conflict" if f.conflict else ("conflict avoided by reuse" if f.conflict_without_reuse else "")
-            out.append(f"  /*{f.address:04x}*/ {f.text:<34} {banks:<12} {note}")
+            out.append(f"  /*{f.address:04x}*/ {f.text:<38} {banks:<11} {note}")
         return "\n".join(out)
 
 
