@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import toolchain
-from .errors import CompileError
+from .errors import CannotGrade, CompileError
 from .procs import run_all
 
 REUSE_SLOTS = 2  # registers per operand slot in the reuse cache
@@ -119,7 +119,7 @@ class Kernel:
 
 _FUNCTION = re.compile(r"^\.text\.(\S+):\s*$")
 _LABEL = re.compile(r"^\s*\.?[\w.$]+:\s*$")
-_LINE = re.compile(r'//## File ".*", line (\d+)')
+_LINE = re.compile(r'//## File "(.*?)", line (\d+)')
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;")
 _ENDS_BLOCK = re.compile(r"^(?:@!?U?P\w+\s+)?(BRA|BRX|JMP|JMX|CALL|RET|EXIT|KILL)\b")
 _FFMA = re.compile(r"^(?:@!?U?P\w+\s+)?FFMA(?:\.\w+)*\s+(.*)$")
@@ -132,10 +132,11 @@ def _operand(text: str) -> Operand:
     return Operand(text, int(m.group(1)) if m else None, reuse)
 
 
-def parse(text: str) -> list[Kernel]:
+def parse(text: str, source: str | None = None) -> list[Kernel]:
     """The kernels of `nvdisasm -g` output, each with the FFMAs of its basic blocks.
 
-    A block ends at a label (a branch target) and after a branch or exit."""
+    A block ends at a label (a branch target) and after a branch or exit. Given `source` (a file
+    name), an FFMA's line is kept only when it is a line of that file (not of an inlined header)."""
     kernels: list[Kernel] = []
     block: list[Ffma] | None = None
     line = None
@@ -149,7 +150,8 @@ def parse(text: str) -> list[Kernel]:
             continue
         m = _LINE.search(raw)
         if m:
-            line = int(m.group(1))
+            ours = source is None or os.path.basename(m.group(1)) == os.path.basename(source)
+            line = int(m.group(2)) if ours else None
             continue
         if _LABEL.match(raw):
             block = None
@@ -324,14 +326,14 @@ def find_nvdisasm() -> str | None:
 
 def disassemble(source: str, exercise: str | None, arch: str, filename: str = "kernel.cu") -> str:
     """nvdisasm -g of `source` compiled for `arch` as the grader compiles it. Raises CompileError;
-    FileNotFoundError (with the fix) when nvcc or nvdisasm is missing."""
+    CannotGrade (with the fix) when nvcc or nvdisasm is missing."""
     nvcc, nvdisasm = toolchain.find_nvcc(), find_nvdisasm()
     if not nvcc:
-        raise FileNotFoundError("nvcc not found: the SASS needs the CUDA toolkit (or set CUDA_HOME)")
+        raise CannotGrade("nvcc not found: the SASS needs the CUDA toolkit (or set CUDA_HOME)")
     if not nvdisasm:
         chosen = os.environ.get("NVDISASM")
         where = f" (NVDISASM={chosen} is not a file)" if chosen else ""
-        raise FileNotFoundError(f"nvdisasm not found{where}: {NVDISASM_HINT}")
+        raise CannotGrade(f"nvdisasm not found{where}: {NVDISASM_HINT}")
     timeout = toolchain.COMPILE_TIMEOUT_S
     with tempfile.TemporaryDirectory() as tmp:
         src, cubin = Path(tmp, "kernel.cu"), Path(tmp, "kernel.cubin")
@@ -360,10 +362,10 @@ def ffma_report(source_or_path, exercise: str | None = None, arch: str = "sm_90"
     model = bank_model(arch)
     try:
         text = disassemble(source, exercise, arch, filename)
-    except FileNotFoundError as e:
+    except CannotGrade as e:
         report = SassReport(arch, missing=str(e), filename=filename)
     else:
-        report = SassReport(arch, analyse(parse(text), model), filename=filename)
+        report = SassReport(arch, analyse(parse(text, filename), model), filename=filename)
     if show:
         print(report.table())
     return report

@@ -118,6 +118,8 @@ def test_parse_reads_registers_flags_and_lines():
     assert [o.reg for o in second.sources] == [0, 0, None]  # -R0 is R0; 1.5 is an immediate
     assert [o.reg for o in third.sources] == [0, None, 9]
     assert [f.line for f in k.ffmas] == [4, 3, 5]
+    (other,) = sass.parse(SMALL, source="kernel.cu")  # lines of another file (an inlined header) are not ours
+    assert [f.line for f in other.ffmas] == [None, None, None]
 
 
 def test_the_reuse_cache_serves_the_same_slot_only():
