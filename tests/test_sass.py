@@ -248,3 +248,16 @@ def test_no_ffma_and_compile_errors():
     assert [k.name for k in report.kernels] == ["copy"] and report.kernels[0].counts()["ffma"] == 0
     with pytest.raises(CompileError, match="cell.cu"):
         sass.ffma_report("__global__ void k() { undefined_name; }\n// two lines\n", show=False)
+
+
+def test_the_picture_draws_every_read_and_hatches_the_cached():
+    from grader import plots
+
+    (k,) = sass.analyse(sass.parse(LOOP_SM90), sass.ASSUMED)
+    ax = plots.register_banks(k.ffmas).axes[0]
+    assert len(ax.patches) == 102  # one cell per register read
+    assert sum(bool(p.get_hatch()) for p in ax.patches) == 29  # the reads the reuse cache serves
+    conflicts = [line for line in ax.lines if line.get_marker() == "x"]
+    assert len(conflicts) == 2
+    empty = plots.register_banks([]).axes[0]
+    assert any("no FFMA" in t.get_text() for t in empty.texts)
