@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import ppexpr
+
 
 class UnsupportedConstruct(Exception):
     def __init__(self, line: int, message: str):
@@ -173,21 +175,20 @@ class _Edits:
         return "".join(out)
 
 
-def _arch_condition(kind: str, rest: str) -> bool | None:
+def _arch_condition(kind: str, rest: str, line: int) -> bool | None:
     """The value of an `#if/#ifdef/#ifndef/#elif` line that tests __CUDA_ARCH__, as this backend's
-    preprocessor sees it (undefined, so 0); None when the line holds anything else to evaluate."""
+    preprocessor sees it (undefined, so 0); None when the line holds anything else to evaluate (a macro).
+    Evaluated by ppexpr (never Python's eval: the text is the submission's), in 64 bits."""
     if kind in ("ifdef", "ifndef"):
         return kind == "ifndef"
     expr = re.sub(r"defined\s*\(\s*__CUDA_ARCH__\s*\)|defined\s+__CUDA_ARCH__|\b__CUDA_ARCH__\b", "0", rest)
-    expr = re.sub(r"//.*|/\*.*?\*/", "", expr).strip()
-    if not re.fullmatch(r"[\d\s()<>=!&|]+", expr):
-        return None
-    expr = expr.replace("&&", " and ").replace("||", " or ")
-    expr = re.sub(r"!(?!=)", " not ", expr)
     try:
-        return bool(eval(expr, {"__builtins__": {}}, {}))  # digits, comparisons and and/or/not only
-    except Exception:
-        return None
+        v = ppexpr.value(expr)
+    except ppexpr.Invalid as e:
+        raise LaunchSyntaxError(line, str(e)) from None
+    except ppexpr.Unsupported as e:
+        raise UnsupportedConstruct(line, f"{e}: the CPU backend evaluates an #if on __CUDA_ARCH__ itself") from None
+    return None if v is None else v != 0
 
 
 def _device_only_blanked(code: str) -> str:
@@ -206,12 +207,12 @@ def _device_only_blanked(code: str) -> str:
             if kind.startswith("if"):
                 depth += 1
                 if "__CUDA_ARCH__" in rest and not (stack and stack[-1][2]):
-                    value = _arch_condition(kind, rest)
+                    value = _arch_condition(kind, rest, i + 1)
                     if value is None:  # not ours to evaluate: the old reading (a device-only branch)
                         value = bool(re.search(r"!\s*defined", rest)) or kind == "ifndef"
                     stack.append([depth, value, not value])
             elif kind == "elif" and top is not None:
-                value = _arch_condition("if", rest)
+                value = _arch_condition("if", rest, i + 1)
                 taken = top[1]
                 top[2] = taken or value is False
                 top[1] = taken or bool(value)
