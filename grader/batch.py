@@ -76,6 +76,7 @@ GRADING_MODULES = (
     "binding.py",
     "timing.py",
     "errors.py",
+    "bounded.py",
 )
 
 
@@ -147,6 +148,7 @@ _OUTCOMES = [
             "no .cu file",
             "several candidate files",
             "not a readable notebook",
+            "a notebook may be at most",
             "cannot be read",
             "cell is not valid Python",
             "does not set SOURCE",

@@ -40,6 +40,10 @@ from .errors import SubmissionError
 
 MARKER = re.compile(r"^\s*//\s*grader:\s*(\w+)\s*$")
 SOURCE_SUFFIXES = (".cu", ".ipynb")
+# A notebook is parsed (json, then ast for its cells) in a limited child (grader.bounded): a crafted cell
+# of 1 MB took 430 MB and 1.5 s of ast in the grader's process. The course's notebooks are under 0.5 MB.
+MAX_NOTEBOOK_BYTES = 20_000_000
+NOTEBOOK_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -132,6 +136,8 @@ def _literal_cell(exercise: str, src: str) -> KernelCell | SubmissionError:
 
     try:
         tree = ast.parse(src)
+    except (MemoryError, RecursionError):  # the parser's own nesting limits (`-` * 10**6 + `1`)
+        return SubmissionError(f"its `# kernel: {exercise}` cell is nested too deeply for Python to parse")
     except (SyntaxError, ValueError) as e:
         return SubmissionError(
             f"its `# kernel: {exercise}` cell is not valid Python (line {e.lineno or 0}: {getattr(e, 'msg', e)}); "
@@ -223,10 +229,7 @@ def notebook_kernel(nb_text: str, exercise: str) -> str | None:
 
 def notebook_source(path: Path, exercise: str) -> str:
     """The kernel file in notebook `path` for `exercise`; SubmissionError says why there is none."""
-    try:
-        cell = _kernel_cells(json.loads(path.read_text(encoding="utf-8"))).get(exercise)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
+    cell = notebook_cells(path).get(exercise)
     if cell is None:
         raise SubmissionError(
             f"{path.name} has no kernel cell for {exercise}: a code cell whose first line is "
@@ -236,6 +239,45 @@ def notebook_source(path: Path, exercise: str) -> str:
     if isinstance(cell, SubmissionError):
         raise SubmissionError(f"{path.name}: {cell}")
     return cell.as_graded
+
+
+def notebook_cells(path: Path) -> dict[str, KernelCell | SubmissionError]:
+    """_kernel_cells of the notebook at `path`, read in a child with a time and memory limit (grader.bounded);
+    SubmissionError when it is too large, not a notebook, or its reading went past a limit."""
+    from . import bounded
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_NOTEBOOK_BYTES:
+            raise SubmissionError(
+                f"{path.name} is {size / 1e6:.1f} MB; a notebook may be at most {MAX_NOTEBOOK_BYTES / 1e6:g} MB "
+                "(clear its outputs: Edit > Clear Outputs of All Cells)"
+            )
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
+    except OSError as e:
+        raise SubmissionError(f"{path.name} cannot be read ({e.strerror})") from None
+    try:
+        found = bounded.call("grader.submissions", "_cells_json", text, timeout=NOTEBOOK_TIMEOUT_S)
+    except bounded.LimitExceeded as e:
+        raise SubmissionError(f"{path.name} is not a readable notebook (reading it stopped: {e})") from None
+    if isinstance(found, str):
+        raise SubmissionError(f"{path.name} is not a readable notebook ({found})")
+    return {k: KernelCell(*v[1:]) if v[0] == "cell" else SubmissionError(v[1]) for k, v in found.items()}
+
+
+def _cells_json(text: str) -> dict | str:
+    """_kernel_cells of a notebook's text as JSON (grader.bounded): {exercise: ["cell", source, first line]
+    or ["error", message]}, or why the text is not a notebook."""
+    try:
+        cells = _kernel_cells(json.loads(text))
+    except (ValueError, RecursionError) as e:
+        return str(e)
+    return {
+        k: ["cell", v.source, v.first_line] if isinstance(v, KernelCell) else ["error", str(v)]
+        for k, v in cells.items()
+    }
 
 
 def kernel_filename(path: Path) -> str:
@@ -282,7 +324,12 @@ def _read(path: Path, exercise: str) -> Submission:
             return Submission(sid, path, notebook_source(path, exercise))
         except SubmissionError as e:
             return Submission(sid, path, None, str(e))
+    from . import forbidden  # here: notebooks are read in a child that need not compile its patterns
+
     try:
+        big = forbidden.too_large(path.stat().st_size)  # refused unread: a file of gigabytes is never loaded
+        if big:
+            return Submission(sid, path, None, forbidden.message([big], path.name))
         data = path.read_bytes()
     except OSError as e:
         return Submission(sid, path, None, f"{path.name} cannot be read ({e.strerror})")
@@ -292,18 +339,22 @@ def _read(path: Path, exercise: str) -> Submission:
         return Submission(sid, path, data)
 
 
+_MARKER_BYTES = 1 << 16  # the marker is on one of the first 20 lines
+
+
 def _pick(files: list[Path], exercise: str) -> Path | None:
     def marked(p: Path) -> bool:
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
         if p.suffix.lower() == ".ipynb":
             try:
-                return exercise in _kernel_cells(json.loads(text))
-            except (ValueError, RecursionError):
+                return exercise in notebook_cells(p)
+            except SubmissionError:
                 return False
-        return any((m := MARKER.match(line)) and m.group(1) == exercise for line in text.splitlines()[:20])
+        try:
+            with p.open("rb") as f:
+                head = f.read(_MARKER_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return False
+        return any((m := MARKER.match(line)) and m.group(1) == exercise for line in head.splitlines()[:20])
 
     for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix.lower() == ".cu"):
         hits = [p for p in files if rule(p)]
