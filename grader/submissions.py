@@ -23,7 +23,9 @@ cell (before the next kernel cell) that does (SOURCE = SOURCE.replace(...), SOUR
 refused with the line that does it. The graded text keeps the cell's line numbers (blank lines
 in front), and messages call it "NAME.ipynb (kernel cell)". In a student folder
 with several candidate files, one with a kernel cell / marker line for the exercise
-wins, else one whose name contains the exercise, else the only one. Whatever cannot be
+wins, else one whose name contains the exercise, else the only one; of several, the one nearest the
+folder's top (kernel.cu before old/kernel.cu), and several marked ones equally near are refused. A
+link that leads outside the student's folder (or a top-level one outside DIR) is refused. Whatever cannot be
 read becomes a Submission with a `problem` that says why, never an exception.
 """
 
@@ -342,7 +344,10 @@ def _read(path: Path, exercise: str) -> Submission:
 _MARKER_BYTES = 1 << 16  # the marker is on one of the first 20 lines
 
 
-def _pick(files: list[Path], exercise: str) -> Path | None:
+def _pick(files: list[Path], exercise: str, folder: Path) -> Path | SubmissionError | None:
+    """The file of a student folder to grade: by the first rule that has hits (marked for the exercise;
+    named after it; a .cu file), the one hit nearest the folder's top. SubmissionError when several marked
+    files are equally near; None when no rule picks one."""
     def marked(p: Path) -> bool:
         if p.suffix.lower() == ".ipynb":
             try:
@@ -356,21 +361,39 @@ def _pick(files: list[Path], exercise: str) -> Path | None:
             return False
         return any((m := MARKER.match(line)) and m.group(1) == exercise for line in head.splitlines()[:20])
 
+    def depth(p: Path) -> int:
+        return len(p.relative_to(folder).parts)
+
     for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix.lower() == ".cu"):
         hits = [p for p in files if rule(p)]
-        if len(hits) == 1 or (hits and rule is marked):
-            return sorted(hits)[-1]
+        nearest = [p for p in hits if depth(p) == min(map(depth, hits))]
+        if len(nearest) == 1:  # kernel.cu before old/kernel.cu
+            return nearest[0]
+        if nearest and rule is marked:
+            shown = ", ".join(str(p.relative_to(folder)) for p in nearest[:5])
+            return SubmissionError(
+                f"several files marked `// grader: {exercise}` (or with its kernel cell) at the same level "
+                f"({shown}): keep the marker in the one to grade"
+            )
     return files[0] if len(files) == 1 else None
 
 
-def discover(root: Path, exercise: str) -> list[Submission]:
-    """Every submission under root, sorted by student id."""
+def discover(root: Path, exercise: str, one: bool = False) -> list[Submission]:
+    """Every submission under root, sorted by student id. one: root is one student's upload (Gradescope's
+    submission folder), graded as a student folder."""
+    if one:
+        subs: list[Submission] = []
+        try:
+            _discover_entry(root, exercise, subs, root)
+        except Exception as e:  # noqa: BLE001 — a row, never a traceback
+            subs.append(Submission(root.name, None, None, f"{root.name}/ cannot be read ({type(e).__name__}: {e})"))
+        return subs
     subs = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
         try:
-            _discover_entry(entry, exercise, subs)
+            _discover_entry(entry, exercise, subs, root)
         except Exception as e:  # noqa: BLE001 — one unreadable entry never stops the batch
             subs.append(Submission(entry.stem, None, None, f"{entry.name} cannot be read ({type(e).__name__}: {e})"))
     # alice.cu and alice.ipynb are two submissions: name them by file so neither row is lost
@@ -381,11 +404,35 @@ def discover(root: Path, exercise: str) -> list[Submission]:
     return subs
 
 
-def _discover_entry(entry: Path, exercise: str, subs: list[Submission]) -> None:
-    """Append the submission in `entry` (a file, or a student folder) to subs, if it holds one."""
+def _leaves(path: Path, folder: Path) -> bool:
+    """Whether `path` (through its links) is outside `folder`: a zip can carry a link to any file."""
+    try:
+        return not path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a loop of links
+        return True
+
+
+def _link_refused(sid: str, path: Path, folder: Path, shown: str) -> Submission:
+    return Submission(
+        sid,
+        None,
+        None,
+        f"{shown} is a link to a file outside {folder.name}/: refused (submit the file itself, not a link)",
+    )
+
+
+def _discover_entry(entry: Path, exercise: str, subs: list[Submission], root: Path) -> None:
+    """Append the submission in `entry` (a file, or a student folder) to subs, if it holds one. Nothing
+    outside `root` (a top-level entry) or outside the student's folder is graded through a link."""
     if entry.is_file() and entry.suffix.lower() in SOURCE_SUFFIXES:
-        subs.append(_read(entry, exercise))
+        if _leaves(entry, root):
+            subs.append(_link_refused(entry.stem, entry, root, entry.name))
+        else:
+            subs.append(_read(entry, exercise))
     elif entry.is_dir():
+        if entry != root and _leaves(entry, root):
+            subs.append(_link_refused(entry.name, entry, root, entry.name + "/"))
+            return
         files = sorted(
             p
             for p in entry.rglob("*")
@@ -393,8 +440,14 @@ def _discover_entry(entry: Path, exercise: str, subs: list[Submission]) -> None:
             and p.suffix.lower() in SOURCE_SUFFIXES
             and not any(part.startswith(".") for part in p.relative_to(entry).parts)
         )
-        chosen = _pick(files, exercise) if files else None
-        if chosen is None:
+        linked = [p for p in files if _leaves(p, entry)]
+        if linked:
+            subs.append(_link_refused(entry.name, linked[0], entry, f"{entry.name}/{linked[0].relative_to(entry)}"))
+            return
+        chosen = _pick(files, exercise, entry) if files else None
+        if isinstance(chosen, SubmissionError):
+            subs.append(Submission(entry.name, None, None, f"{entry.name}/: {chosen}"))
+        elif chosen is None:
             why = (
                 "no .cu file or notebook"
                 if not files
