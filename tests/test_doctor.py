@@ -214,3 +214,31 @@ def test_doctor_builds_and_runs_a_reference_kernel_on_the_cpu_backend(capsys):
     assert doctor.main() == 0
     out = capsys.readouterr().out
     assert "selftest 01_naive.cu built and run on the CPU backend: correct" in out and "ready." in out
+
+
+# ---------------------------------------------------------------------------- the standard library alone
+def test_doctor_runs_without_numpy_or_torch_and_says_what_is_missing(tmp_path):
+    """`import grader` must not need them: doctor is what tells a learner they are missing."""
+    run = (
+        "import runpy, sys\n"
+        "sys.modules.update(torch=None, numpy=None)  # import torch / numpy raise ImportError\n"
+        "sys.argv = ['grader', 'doctor']\n"
+        "runpy.run_module('grader', run_name='__main__', alter_sys=True)\n"
+    )
+    e = dict(os.environ, PYTHONPATH=str(ROOT), GRADER_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=e, cwd=tmp_path, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr  # a problem that stops the course
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "[FAIL] torch    not installed" in r.stdout and "pip install torch" in r.stdout
+    assert "[FAIL] selftest" in r.stdout and "[ok  ] g++" in r.stdout  # the other checks still ran
+
+
+def test_the_package_keeps_its_notebook_names():
+    import grader
+
+    assert callable(grader.load) and callable(grader.check) and callable(grader.profile.run)
+    assert "naive" in grader.EXERCISES and issubclass(grader.CompileError, grader.GraderError)
+    assert grader.exercises.KERNELS_DIR.is_dir()  # the notebooks' `grader.exercises.KERNELS_DIR`
+    assert set(grader.__all__) <= set(dir(grader))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        grader.no_such_name  # noqa: B018
