@@ -112,16 +112,25 @@ def _course(repo: Path, *args, **env) -> subprocess.CompletedProcess:
 NOTEBOOK = '{"cells": [{"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [], "source": "%s"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
 
 
-@pytest.mark.parametrize("unit_ok, notebook_ok", [(False, True), (True, False), (True, True)])
-def test_test_runs_the_notebooks_even_when_unit_tests_fail_and_exits_nonzero(tmp_path, unit_ok, notebook_ok):
-    repo = _copy(tmp_path)
+@pytest.fixture(scope="module")
+def stub_repo(tmp_path_factory) -> Path:
+    """A copy with a venv already made and a one-line grader (doctor), tests/ and solutions/ of its own."""
+    repo = _copy(tmp_path_factory.mktemp("stages"))
     _venv_with_this_pythons_packages(repo / ".venv")
     (repo / "grader").mkdir()
     (repo / "grader" / "__init__.py").write_text("")
     (repo / "grader" / "__main__.py").write_text("print('doctor: ready.')\n")
     (repo / "tests").mkdir()
-    (repo / "tests" / "test_unit.py").write_text(f"def test_unit():\n    assert {unit_ok}\n")
     (repo / "solutions").mkdir()
+    return repo
+
+
+@pytest.mark.parametrize(
+    "unit_ok, notebook_ok", [(False, True), (True, True)]
+)  # a failing notebook: set -e did that already
+def test_test_runs_the_notebooks_even_when_unit_tests_fail_and_exits_nonzero(stub_repo, unit_ok, notebook_ok):
+    repo = stub_repo  # the first run installs (pip stubbed out), the next ones find the install unchanged
+    (repo / "tests" / "test_unit.py").write_text(f"def test_unit():\n    assert {unit_ok}\n")
     (repo / "solutions" / "01.ipynb").write_text(NOTEBOOK % f"assert {notebook_ok}")
     r = _course(repo, "test")
     out = r.stdout + r.stderr
