@@ -97,7 +97,7 @@ def setup_cell(repo: str | None = None, branch: str = BRANCH) -> str:
         "        sys.path.insert(0, str(pathlib.Path.cwd().parent))\n"
         "    else:\n"
         '        subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
-        f'"{install_url(repo, branch)}"], check=True)\n'
+        f'"{install_url(repo, branch)}", "ninja"], check=True)  # ninja: load_inline (02); Colab lacks it\n'
         "    importlib.invalidate_caches()\n"
         "    import grader\n"
         "from grader.lab import setup\n"
