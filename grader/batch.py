@@ -271,14 +271,10 @@ def _row(
         "grader_version": version,
         "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(seconds, 2),
-        # what a pass rests on: "timed on GPU" or "access counts (CPU, no timing)" (grader.profile)
+        # what the verdict rests on: "timed on GPU" or "access counts (CPU, no timing)" (grader.profile)
         "evidence": r.evidence if r and r.compiled else "",
     }
-    row["outcome"] = outcome(row)
-    if row["outcome"] == ACCESS_MISSED:  # the counts decided, not correctness alone (grade: evidence of a pass)
-        from .profile import EVIDENCE_CPU
-
-        row["evidence"] = EVIDENCE_CPU
+    row["outcome"] = outcome(row)  # an access-bound miss: evidence "access counts" (grade sets it)
     return row
 
 

@@ -345,6 +345,7 @@ def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, 
         res.message = "correct on the test shapes, but the profiled run sent no access counts"
         return
     res.profile = prof.as_dict()
+    res.evidence = profile.EVIDENCE_CPU  # a pass or a miss, the verdict rests on the access counts
     shape = "x".join(map(str, ex.profile_shape))
     if problems:
         res.message = (
@@ -354,7 +355,6 @@ def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, 
         res.hint = ex.slow_hint
         return
     res.passed = True
-    res.evidence = profile.EVIDENCE_CPU
     res.message = (
         f"correct on every shape; access counts at {shape} meet the exercise's bounds: "
         f"{profile.summary(prof)} (CPU backend: no timing without a GPU)"
