@@ -116,8 +116,10 @@ def test_a_kernel_cannot_signal_trace_or_limit_its_parent(attack_lib, sandbox):
     r = _run_driver(attack_lib, sandbox)
     probes = [ln for ln in r["output"].splitlines() if ln.startswith("PROBE")]
     assert len(probes) == 9, r["output"]
-    assert not [p for p in probes if p.endswith("ALLOWED") and "kill-self" not in p], probes
-    assert "PROBE kill-self ALLOWED" in probes  # the worker may still signal itself (torch, CUDA, abort())
+    # the kernel runs in the native runner, which holds the worker's filter (only the worker's pid may be
+    # signalled) and its own (only the runner's): it may signal no process at all, itself included
+    # (abort() then ends it by a trap instead: still a crash, reported as one)
+    assert not [p for p in probes if p.endswith("ALLOWED")], probes
     for what in (
         "kill-parent",
         "kill-everyone",
