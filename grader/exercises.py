@@ -184,6 +184,18 @@ ACCESS_BOUNDS = {
         ),  # 04, 05: 0.25; 02: 2.0
         AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix),
     ),  # 04: 0.047, 05: 0.070
+    # between a column of TM outputs per thread (1 + 1/TM floats per FMA: 1.125 at TM = 8) and plain
+    # tiling (2: a float of A and of B per FMA); the reuse bound keeps an untiled kernel (0 shared loads) out
+    "register_1d": (
+        AccessBound(
+            "shared_loads_per_fma",
+            most=1.5,
+            says="each multiply-add loads {value:.2f} floats from shared memory (plain tiling loads 2: one of A, one of B)",
+            fix="keep TM = 8 running sums per thread in registers: per step of k load Bs[k][col] into a register "
+            "once and use it for all TM multiply-adds (one B load per TM FMAs)",
+        ),
+        _REUSE,
+    ),  # 04a, notebook 05: 1.125 / 0.070; 02: 2.0 / 0.133; 01: 0 / 2.0
     "warptile": (
         AccessBound(
             "bank_conflicts_per_shared_request",
