@@ -13,8 +13,23 @@ import pytest
 
 GAPS = Path(__file__).resolve().parent / "known_gaps"
 
-# file -> (exercise, should it pass?, what the CPU backend misses)
-CASES: dict[str, tuple[str, bool, str]] = {}  # all ten of 2026-12-01 fixed (tests/known_gaps/README.md)
+# file -> (exercise, should it pass?, what the CPU backend misses); the ten of 2026-12-01 are fixed (README.md)
+CASES: dict[str, tuple[str, bool, str]] = {
+    "rows_on_grid_y.cu": (
+        "naive",
+        False,
+        "no shape has M > 65535 until grader.worker bounds an input's guard zone (grader.shapes.ROWS_PAST_GRID_Y)",
+    ),
+}
+
+
+def test_every_gap_file_has_a_case_and_a_row_in_the_readme():
+    """The folder, CASES and the README's table agree (an empty CASES must not skip the check below unseen)."""
+    on_disk = {p.name for p in GAPS.glob("*.cu")}
+    assert on_disk == set(CASES)
+    table = (GAPS / "README.md").read_text().split("The ten of 2026-12-01")[0]
+    for name in CASES:
+        assert f"| {name} |" in table, f"{name}: no row in tests/known_gaps/README.md"
 
 
 @pytest.mark.parametrize(
