@@ -64,8 +64,9 @@ def test_the_profile_shape_is_drawn_from_the_seed_and_costs_no_more_than_its_bas
     shape (tests/submissions/profile_shape_*.cu)."""
     for base in ((256, 256, 256), (1024, 1024)):
         drawn = [shapes.profile_shape(base, seed) for seed in SEEDS]
-        assert base not in drawn and len(set(drawn)) > 250
-        assert all(shapes.cost(s) <= shapes.cost(base) and min(s) >= min(base) // 2 for s in drawn)
+        assert base not in drawn and len(set(drawn)) >= 15
+        assert all(shapes.cost(base) // 2 <= shapes.cost(s) <= shapes.cost(base) for s in drawn)
+        assert all(s[-1] % 128 == 0 for s in drawn)  # whole tiles (the docstring of profile_shape says why)
         assert shapes.profile_shape(base, 7) == shapes.profile_shape(base, 7)
 
 
