@@ -103,6 +103,16 @@ def load(
     return _MODULES[build.key]
 
 
+def missing_launcher_message(exercise: str, name: str) -> str:
+    """What a kernel file lacking launcher `name` of `exercise` is told."""
+    (launcher,) = [l for l in contract.launchers(exercise) if l.name == name]
+    return (
+        f"launcher `{name}` not found. The {exercise!r} exercise needs\n"
+        f'    extern "C" {launcher.signature}\n'
+        'spelt exactly so, with extern "C" (C++ would otherwise mangle the name).'
+    )
+
+
 @contextlib.contextmanager
 def captured_c_stdout(enabled: bool = True):
     """Copy what C code writes to fd 1 (kernel printf) into sys.stdout, which Jupyter shows."""
@@ -150,11 +160,7 @@ class KernelModule:
         try:
             fn = getattr(self._lib, launcher.name)
         except AttributeError:
-            raise LauncherError(
-                f"launcher `{launcher.name}` not found. The {self.exercise!r} exercise needs\n"
-                f'    extern "C" {launcher.signature}\n'
-                'spelt exactly so, with extern "C" (C++ would otherwise mangle the name).'
-            ) from None
+            raise LauncherError(missing_launcher_message(self.exercise, launcher.name)) from None
         fn.argtypes, fn.restype = launcher.argtypes, None
         return fn
 

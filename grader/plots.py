@@ -1,5 +1,6 @@
 """The course's plots, one call each from a notebook. Every function returns the Figure
-(closed, so Jupyter shows it once, as the cell's value).
+(closed, so Jupyter shows it once, as the cell's value; inside an `if` or a loop it is no cell's
+value, so wrap it in display(...): tests/test_notebooks.py checks every notebook does).
 
     from grader import plots
     plots.ladder({"naive": 5.3, "tiled": 8.1}, ref=49.8)
@@ -92,18 +93,21 @@ def roofline(
     xs = np.logspace(-2, 3, 200)
     ax.loglog(xs, np.minimum(peak_tflops, bandwidth_tbs * xs), color="black", lw=2)
     ridge = peak_tflops / bandwidth_tbs
+    # the floor: below every roof and dot drawn (a CPU's c = a + b sits near 0.001 TFLOP/s), else 1e-2
+    seen = [min(peak_tflops, bandwidth_tbs * x) for x in points.values()] + list((measured or {}).values())
+    floor = min([1e-2] + [v / 3 for v in seen if v > 0])
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.text(ridge * 1.1, peak_tflops * 0.03, f"ridge\n{ridge:.1f} FLOP/B", fontsize=8, color="gray")
     for i, (name, x) in enumerate(points.items()):
         c = COLORS[i % len(COLORS)]
         roof = min(peak_tflops, bandwidth_tbs * x)
-        ax.plot([x, x], [1e-2, roof], color=c, lw=1.5, alpha=0.6)
+        ax.plot([x, x], [floor, roof], color=c, lw=1.5, alpha=0.6)
         ax.plot([x], [roof], "^", color=c, label=f"{name}: {x:.3g} FLOP/B, roof {roof:.3g}")
         if measured and name in measured:
             ax.plot([x], [measured[name]], "o", color=c, ms=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("TFLOP/s")
-    ax.set_ylim(1e-2, peak_tflops * 2)
+    ax.set_ylim(floor, peak_tflops * 2)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or f"roofline: {peak_tflops:g} TFLOP/s, {bandwidth_tbs:g} TB/s")
