@@ -120,7 +120,8 @@ class Exercise:
     profile_shape: tuple[int, ...] = (256, 256, 256)  # the CPU backend's access profile runs here
     access: tuple[AccessBound, ...] = ()  # checked on the CPU backend (no timing there)
     # the drawn shape with M > 65535 (grader.shapes) on the CPU backend too; warptile's 128-row tiles make it
-    # cost 11-15 s a run there (05 at 70000 x 3 x 3), and no 128-row tile can pass gridDim.y's limit
+    # dear there (05 at 70000 x 3 x 3: 10.8 s a call through grader.load, 2026-12-03), and no 128-row tile
+    # can pass gridDim.y's limit
     cpu_long_rows: bool = True
 
     def __post_init__(self):

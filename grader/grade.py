@@ -494,6 +494,8 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             )
             return
         errors = [m["error"] for m, _ in got if "error" in m]
+        if errors and mismatches:  # the first wrong input decides (a later launch past a limit must not hide it)
+            break
         if errors:
             res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"

@@ -362,6 +362,7 @@ CPU_EXPECT |= {
     "uninitialised_accumulator.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "shared_same_element_store.cu": (True, False, False, r"shared-memory race on As\["),
     "relu_mask_or_race.cu": (True, False, False, r"global-memory race on mask\["),
+    "rows_on_grid_y.cu": (True, False, False, r"^at shape (6[5-9]\d{3})x\d+x\d+: gemm: invalid launch configuration"),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
@@ -435,6 +436,7 @@ GPU_ANY_FAILURE |= {
     "device_stage_wrapped.cu",
     "shared_same_element_store.cu",
     "relu_mask_or_race.cu",
+    "rows_on_grid_y.cu",  # the CUDA runtime's own words: invalid configuration argument
 }
 # ...and an output read before it is written: right wherever the buffer holds what the grader's poison holds
 GPU_UNDEFINED |= {"relu_mask_reads_output_first.cu", "relu_mask_atomic_and.cu", "gemm_nan_means_unwritten.cu"}
@@ -480,6 +482,7 @@ HINTS |= {
     "uninitialised_accumulator.cu": r"about -1\.69e\+38(.|\n)*Initialise the accumulator",
     "shared_same_element_store.cu": r"Two threads store the same shared element at one line(.|\n)*a barrier cannot",
     "relu_mask_or_race.cu": r"__ballot_sync(.|\n)*atomicOr",
+    "rows_on_grid_y.cu": r"gridDim.y and gridDim.z are at most 65535",
 }
 
 # kernels/ file -> exercise (05_* are GEMMs with the `gemm` launcher)

@@ -59,6 +59,15 @@ def test_one_shape_passes_a_staging_array_of_2_18_floats():
         assert [s for s in shapes.draw(2, seed) if 2**18 < s[0] * s[1] < 2**18 * 1.25]
 
 
+def test_one_shape_has_more_rows_than_grid_dim_y_allows_and_stays_cheap():
+    """M > 65535 with N and K small (tests/submissions/rows_on_grid_y.cu); warptile leaves it out on the CPU."""
+    for seed in SEEDS:
+        for ndims in (3, 2):
+            tall = [s for s in shapes.draw(ndims, seed) if s[0] > 65535]
+            assert len(tall) == 1 and max(tall[0][1:]) < 8, (seed, tall)
+            assert not [s for s in shapes.draw(ndims, seed, rows=False) if s[0] > 65535]
+
+
 def test_the_profile_shape_is_drawn_from_the_seed_and_costs_no_more_than_its_base():
     """A launcher that recognises 256^3 (or 1024^2) and runs its lesson's kernel only there meets another
     shape (tests/submissions/profile_shape_*.cu)."""
