@@ -495,6 +495,8 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             return
         errors = [m["error"] for m, _ in got if "error" in m]
         if errors and mismatches:  # the first wrong input decides (a later launch past a limit must not hide it)
+            n_wrong_inputs, cases = n_wrong_inputs + 1, cases[: i + 1]  # (the rest are not judged)
+            res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
             break
         if errors:
             res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
