@@ -22,8 +22,8 @@ from types import SimpleNamespace
 
 import torch
 
-from . import contract, toolchain
-from .errors import CannotGrade, KernelError, LauncherError, SubmissionError
+from . import contract, forbidden, toolchain
+from .errors import CannotGrade, Forbidden, KernelError, LauncherError, SubmissionError
 
 _MODULES: dict[str, "KernelModule"] = {}  # build key -> loaded module (custom ops are global)
 
@@ -54,6 +54,9 @@ def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
         raise CannotGrade(f"{path} is a folder: give one kernel file (or use `batch` for a folder)")
     if not path.is_file():
         raise CannotGrade(f"{path}: no such file")
+    big = forbidden.too_large(path.stat().st_size)  # refused unread (grader.forbidden.MAX_BYTES)
+    if big:
+        raise Forbidden(forbidden.message([big], display_name(path.name)))
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")

@@ -135,14 +135,15 @@ def run_case(mod, shape, inputs: dict[str, torch.Tensor], digests: dict[str, str
     # (an output: the CPU backend would call that read a race, or a value the kernel wrote: no sign).
     # (capped at 2^24 elements, 64 MB: a long shape's M = 70000 would otherwise ask for 20 GB)
     after = max(GUARD, min(max(dims.values()) ** 2, 1 << 24))
-    guarded = {k: _alloc(mem, k, dims, v, after) for k, v in inputs.items()}
+    # buffer ids: an input and an output may share a name (relu_mask's mask: the grader's, forward's)
+    guarded = {k: _alloc(mem, k, dims, v, after, buffer_id=f"in:{k}") for k, v in inputs.items()}
     produced: dict[str, Handle] = {}
     every_output: list[tuple[str, Handle]] = []
     results: dict[str, torch.Tensor] = {}
     hashes: dict[str, str] = {}
     keys = {(l.name, n): key for l, n, key in contract.result_keys(mem.exercise)}  # mlp_step: gemm's C
     for i, launcher in enumerate(launchers):
-        outs = {n: _alloc(mem, n, dims, buffer_id=keys[launcher.name, n]) for n in contract.outputs(launcher)}
+        outs = {n: _alloc(mem, n, dims, buffer_id=f"out:{keys[launcher.name, n]}") for n in contract.outputs(launcher)}
         given = {n: guarded.get(n) or produced[n] for n in contract.inputs(launcher)}
         _call(mem, "sub", launcher, given | outs, dims)
         for n, h in outs.items():

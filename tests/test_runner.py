@@ -102,3 +102,18 @@ def test_a_launcher_that_ignores_its_stream_fails_on_the_gpu():
     assert r.compiled and not r.correct and "another stream" in r.message, r.message
     good = grade.grade("naive", SUBMISSIONS / "good_naive.cu", backend="cuda", time_it=False)
     assert good.correct, good.message
+
+
+def test_the_kernels_printf_reaches_the_verdicts_output(tmp_path):
+    """The runner writes to the worker's log (stdout and stderr), also when the worker was forked by the
+    warm template, whose descriptors 0-2 are close-on-exec: a runner started without them lost every
+    printf, and gave their numbers to its library, whose line lookups then failed."""
+    src = (SUBMISSIONS / "good_naive.cu").read_text()
+    marker = '#include <cstdio>\n__global__ void hello() { printf("hello from the kernel\\n"); }\n'
+    src = marker + src.replace("cudaStream_t stream) {", "cudaStream_t stream) {\n    hello<<<1, 1, 0, stream>>>();", 1)
+    assert "hello<<<" in src
+    path = tmp_path / "printf.cu"
+    path.write_text(src)
+    r = grade.grade("naive", path, backend="cpu", time_it=False)
+    assert r.correct, r.message
+    assert "hello from the kernel" in r.output

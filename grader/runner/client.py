@@ -38,10 +38,12 @@ class RunnerFailed(GraderError):
 
 @dataclass(frozen=True)
 class Buf:
-    """A launcher argument that is one of the runner's buffers (out: the launcher writes it)."""
+    """A launcher argument that is one of the runner's buffers (out: the launcher writes it; name: the
+    parameter's name, which the CPU runtime's diagnostics use; default: the buffer's id)."""
 
     id: str
     out: bool = False
+    name: str = ""
 
 
 STREAM = object()  # a launcher argument: the runner's own stream (not the default stream)
@@ -49,7 +51,7 @@ STREAM = object()  # a launcher argument: the runner's own stream (not the defau
 
 def _arg(a) -> dict:
     if isinstance(a, Buf):
-        return {"b": a.id, "out": a.out}
+        return {"b": a.id, "out": a.out, "name": a.name or a.id}
     if a is STREAM:
         return {"s": 1}
     return {"i": int(a)}
@@ -72,6 +74,11 @@ class Runner:
                 [binary, str(req_r), str(rep_w), str(os.getpid())],
                 pass_fds=fds + keep,
                 stdin=subprocess.DEVNULL,
+                # the kernel's printf and the CPU runtime's reports go where this process's stderr goes (the
+                # verdict's log); its own 0-2 may be close-on-exec (a worker forked by grader.forkserver), and
+                # a runner started without them would hand those numbers to the next files it opens
+                stdout=2,
+                stderr=2,
                 env=env if env is not None else os.environ.copy(),
                 close_fds=True,
             )

@@ -204,7 +204,10 @@ class Remote:
         """Handles become the runner's buffers, marked where the launcher's parameter is an output (the
         CPU runtime checks outputs for races and holds every other buffer read-only)."""
         params = _params(fn)
-        return [Buf(a.name, not params[i][0].startswith("const ")) if isinstance(a, Handle) else a for i, a in enumerate(args)]
+        return [
+            Buf(a.name, not params[i][0].startswith("const "), params[i][1]) if isinstance(a, Handle) else a
+            for i, a in enumerate(args)
+        ]
 
     def call(self, lib: str, fn: str, args: list, outs=()) -> str:
         """Run one launcher; its error as grader.binding.KernelModule.check_error words it ('' if none)."""

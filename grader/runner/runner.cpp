@@ -443,6 +443,7 @@ struct Call {
     std::string name;
     uint64_t slot[12] = {};
     std::vector<std::string> bufs;  // the buffers it gets, in order
+    std::vector<std::string> names; // their parameters' names (the CPU runtime's diagnostics say these)
     std::vector<int> outs;          // per buffer: written by this launcher
 };
 
@@ -469,6 +470,7 @@ static Call parse_call(const Json& c) {
             Buffer& b = buffer(a.s("b"));
             call.slot[k] = (uint64_t)(uintptr_t)b.inner();
             call.bufs.push_back(a.s("b"));
+            call.names.push_back(a.s("name", a.s("b").c_str()));
             call.outs.push_back(a.flag("out"));
         } else if (a.get("i")) {
             call.slot[k] = (uint64_t)(int64_t)(int32_t)a.i("i");
@@ -491,7 +493,7 @@ static void name_buffers(Call& c, bool device) {
     std::vector<int> cols(n), flags(n);
     for (int k = 0; k < n; k++) {
         Buffer& b = buffer(c.bufs[k]);
-        names[k] = c.bufs[k].c_str();
+        names[k] = c.names[k].c_str();
         ptrs[k] = (unsigned long long)(uintptr_t)b.inner();
         sizes[k] = 4ull * b.n;
         cols[k] = (int)b.cols;
