@@ -11,11 +11,17 @@ exceed it 10x at K = 4096 and 75x at K = 61 (bf16 more). The older bound, 8 eps3
 grows like K sqrt(K) and let TF32 through from K ~ 2000 on: a kernel that used it only at the timed size
 passed (tests/test_tolerance.py). Sums of rows (the timed rounds' column sums) keep that bound
 (gemm_tolerance): it adds up over rows.
+
+Some drawn cases (make_case's `variant`) scale A and B by powers of two (exact, so the bound, relative
+to A^2 B^2, holds as it is), and some ReLU cases hold the values a ReLU may meet beyond randn: +-inf,
++-0, subnormals and values near +-FLT_MAX (Y = x where x > 0, inf included; else 0). X never holds
+NaN: what ReLU makes of it is left undefined (fmaxf(NaN, 0) is 0, x < 0 ? 0 : x is NaN).
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +36,12 @@ POISON_BITS = 0x7FCADBAD  # a quiet NaN with a payload of ours: "never written",
 # What the worker puts around each input (grader.worker guard zones): a kernel that reads past an
 # input computes with this NaN; on a CPU the payload survives the arithmetic and shows in the output.
 INPUT_GUARD_BITS = {torch.float32: 0x7FC0FFEE, torch.int32: 0x5A5A5A5A}
+# What the CPU backend leaves in an uninitialised local (grader/cpu/build.py: -ftrivial-auto-var-init=pattern)
+UNINIT_FLOAT = struct.unpack("<f", struct.pack("<I", 0xFEFEFEFE))[0]  # -1.69e38
+# (A's, B's) power-of-two scale per drawn case, in turn: tiny A (a kernel that skips |a| < 1e-6 gives 0),
+# tiny B, both tiny and both large (products 2^-80 and 2^80: still normal floats, no overflow over any K)
+GEMM_SCALES = ((0, 0), (-24, 24), (24, -24), (-40, -40), (40, 40))
+FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def poison_float32(shape, device="cpu") -> torch.Tensor:
@@ -46,6 +58,7 @@ class Case:
     expected: dict[str, torch.Tensor]  # float64 (values) or int32 (masks)
     tolerance: dict[str, torch.Tensor] = field(default_factory=dict)  # per-element bound
     either: dict[str, torch.Tensor] = field(default_factory=dict)  # ambiguous ReLU elements
+    scale: str = ""  # how the inputs differ from unit-scale randn ("" when they do not), for messages
 
     @property
     def digests(self) -> dict[str, str]:
@@ -70,6 +83,7 @@ class Mismatch:
     cols_wrong: list[int]
     n_oob_read: int = 0  # elements computed from a value read outside the inputs (CPU backend)
     note: str = ""  # a mask-specific diagnosis, used as the hint
+    scale: str = ""  # the case's inputs, when not unit-scale (Case.scale)
 
     def describe(self, shape) -> str:
         dims = "x".join(map(str, shape))
@@ -82,6 +96,7 @@ class Mismatch:
             f"{self.output}: {self.n_wrong} of {self.n_total} {what} wrong at shape {dims}"
             + (f" ({self.n_unwritten} never written: still {poison})" if self.n_unwritten else "")
             + (f" ({self.n_oob_read} computed from values read outside the inputs)" if self.n_oob_read else "")
+            + (f" (inputs: {self.scale})" if self.scale else "")
         ]
         for idx, got, exp in self.examples:
             lines.append(f"  {self.output}{list(idx)}: got {_fmt(got)}, expected {_fmt(exp)}")
@@ -117,6 +132,39 @@ def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -
     return ins
 
 
+def special_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator, variant: int):
+    """random_inputs, then changed as drawn case number `variant` is: GEMM operands scaled by powers of
+    two in turn (GEMM_SCALES; bias by their product), ReLU inputs (every other case) with special values.
+    Returns (inputs, what changed: "" for unit scale)."""
+    ins = random_inputs(exercise, shape, gen)
+    if exercise == "relu_mask":
+        if variant % 2 == 0:
+            return ins, ""
+        for name in ("X", "dY"):
+            _sprinkle(ins[name], gen, infinite=name == "X")  # a gradient stays finite
+        return ins, "X with +-inf, +-0, subnormals and values near +-FLT_MAX"
+    ea, eb = GEMM_SCALES[variant % len(GEMM_SCALES)]
+    if (ea, eb) == (0, 0):
+        return ins, ""
+    ins["A"] *= 2.0**ea
+    ins["B"] *= 2.0**eb
+    if "bias" in ins:
+        ins["bias"] *= 2.0 ** (ea + eb)
+    return ins, f"A x 2^{ea}, B x 2^{eb}"
+
+
+def _sprinkle(x: torch.Tensor, gen: torch.Generator, infinite: bool) -> None:
+    """Put special values into about a fifth of x (in place): near +-FLT_MAX, subnormals, and +-inf."""
+    r = torch.rand(x.shape, generator=gen, device=x.device)
+    big = FLT_MAX * (0.5 + 0.5 * torch.rand(x.shape, generator=gen, device=x.device))
+    tiny = torch.rand(x.shape, generator=gen, device=x.device) * 2.0**-127  # below the smallest normal
+    for lo, values in ((0.80, big), (0.84, -big), (0.88, tiny), (0.92, -tiny)):
+        x.copy_(torch.where((r >= lo) & (r < lo + 0.04), values.float(), x))
+    if infinite:
+        x.masked_fill_(r >= 0.96, float("inf"))
+        x.masked_fill_((r >= 0.98), float("-inf"))
+
+
 def gemm_tolerance(abs_product: torch.Tensor, k: int) -> torch.Tensor:
     """How far a float32 GEMM result may be from float64, in any summation order: 8 eps32 sqrt(K)
     times |A| |B| (abs_product; for a sum of C's rows, the same sum of |A| |B|'s rows)."""
@@ -128,15 +176,21 @@ def gemm_element_tolerance(a64: torch.Tensor, b64: torch.Tensor, k: int) -> torc
     return 16 * EPS32 * max(k, 1) ** 0.5 * ((a64 * a64) @ (b64 * b64)).sqrt() + max(k, 1) * FLT_TRUE_MIN
 
 
-def make_case(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> Case:
+def make_case(exercise: str, shape: tuple[int, ...], gen: torch.Generator, variant: int | None = None) -> Case:
     """Fresh random inputs and their float64 reference. For relu_mask the inputs include the mask
     relu_backward is given: one the grader made (random bits, 0 past column N), not the one
     relu_forward wrote, so a backward that ignores its mask (recomputing X > 0 from a pointer kept
-    since forward) fails; the worker reads forward's outputs before backward runs."""
-    inputs = random_inputs(exercise, shape, gen)
+    since forward) fails; the worker reads forward's outputs before backward runs.
+    variant: the drawn case's number, which may scale the inputs or add special values (special_inputs);
+    None: unit-scale randn."""
+    inputs, scale = random_inputs(exercise, shape, gen), ""
+    if variant is not None:
+        inputs, scale = special_inputs(exercise, shape, gen, variant)
     if exercise in ("relu_mask", "mlp_step"):
         inputs["mask"] = random_mask(shape[:2], gen)
-    return make_case_from(exercise, shape, inputs)
+    case = make_case_from(exercise, shape, inputs)
+    case.scale = scale
+    return case
 
 
 def random_mask(shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:
@@ -207,7 +261,7 @@ def unpack_mask(words: torch.Tensor, n: int) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------- compare
 def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
-    """None when `got` matches; else what is wrong. NaN and inf never pass."""
+    """None when `got` matches; else what is wrong. NaN never passes, nor inf where the reference is finite."""
     exp = case.expected[name]
     if tuple(got.shape) != tuple(exp.shape):
         return Mismatch(name, exp.numel(), exp.numel(), 0, [], [], [])
@@ -235,16 +289,17 @@ def compare(case: Case, name: str, got: torch.Tensor) -> Mismatch | None:
     finite = torch.isfinite(got64)
     if name in case.tolerance:
         err = (got64 - exp).abs()
-        ok = finite & (err <= case.tolerance[name])
+        ok = (finite & (err <= case.tolerance[name])) | (got64 == exp)
     else:
-        ok = finite & (got64 == exp)
+        ok = got64 == exp  # inf where the reference is inf (ReLU of inf)
     if name in case.either:
         ok |= finite & case.either[name] & ((got64 == 0) | ((got64 - exp).abs() <= case.tolerance[name] * 2))
     if bool(ok.all()):
         return None
     mm = _mismatch(name, ~ok, got64, exp, poison, oob_read)
+    mm.scale = case.scale
     if not poison:
-        mm.note = _value_note(case, name, got64, finite)
+        mm.note = _value_note(case, name, got64, finite, ~ok)
     return mm
 
 
@@ -316,8 +371,17 @@ def _mask_note(case: Case, got: torch.Tensor, wrong: torch.Tensor, wrong_words: 
     return ""
 
 
-def _value_note(case: Case, name: str, got64: torch.Tensor, finite: torch.Tensor) -> str:
+def _value_note(case: Case, name: str, got64: torch.Tensor, finite: torch.Tensor, wrong: torch.Tensor) -> str:
     """Why Y, dX or gemm_relu's C is wrong, when the pattern says so (else "")."""
+    x = case.inputs.get("X")
+    if name == "Y" and x is not None and x.shape == wrong.shape:
+        extreme = ~torch.isfinite(x) | (x.abs() > FLT_MAX / 4)
+        if bool(extreme[wrong].all()):
+            return (
+                "Y is wrong only where X is +-inf or near +-FLT_MAX: arithmetic such as 0.5f * (x + fabsf(x)) "
+                "overflows there (x + x is inf) or gives -inf + inf = NaN. Compute max(x, 0) by a comparison: "
+                "x > 0.0f ? x : 0.0f (or fmaxf(x, 0.0f))."
+            )
 
     def close(ref: torch.Tensor) -> bool:
         tol = case.tolerance.get(name)
@@ -379,6 +443,28 @@ def error_hint(error: str, shape) -> str:
         if where
         else ""
     )
+    if re.search(r"invalid (launch )?configuration", error) and len(shape) >= 2 and shape[0] > 65535:
+        return (
+            f"The launch failed at M = {shape[0]}: gridDim.y and gridDim.z are at most 65535 (gridDim.x up to "
+            "2^31 - 1), so one block row per row of the matrix cannot launch past 65535 rows. Cover rows with "
+            "blockDim.y as well, put the long dimension on gridDim.x, or cap gridDim.y and loop over rows "
+            "(row += gridDim.y * blockDim.y)."
+        )
+    same = re.search(
+        r"shared-memory race on .*?: thread .*? writes it at (\S+), but thread .*? wrote it at (\S+) ", error
+    )
+    if same and same.group(1) == same.group(2):
+        return (
+            f"Two threads store the same shared element at one line ({same.group(1)}): a barrier cannot order "
+            "that, the index maps two threads to one element (and leaves another unwritten). Check that the "
+            "store's index is different for every thread of the block, e.g. As[threadIdx.y][threadIdx.x]."
+        )
+    if re.search(r"global-memory race on mask\[", error):
+        return (
+            "Several threads update one mask word: each lane owns one bit of it, so a plain |= loses bits and "
+            "atomicAdd would add, not set them. Build the word once per warp with __ballot_sync(0xffffffff, "
+            "y > 0) and let one lane store it, or set each bit with atomicOr (on a word zeroed before the launch)."
+        )
     if m := re.search(r"wrote (?:past the end|before the start) of (\w+)", error):
         buf = m.group(1)
         if contract.is_mask(buf):
@@ -443,6 +529,20 @@ def hint(
         )
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
+    uninit = [g for _, m in mismatches for _, g, _ in m.examples if isinstance(g, float)]
+    if uninit and all(abs(g - UNINIT_FLOAT) <= 1e-3 * abs(UNINIT_FLOAT) for g in uninit):
+        return (
+            f"The wrong values are about {UNINIT_FLOAT:.3g}: the CPU backend fills a local variable that is read "
+            "before it is written with that pattern (on a GPU it holds whatever was there). Initialise the "
+            "accumulator (float sum = 0.0f) and every local before its first use."
+        )
+    if passed_shapes and all(m.scale for _, m in mismatches):
+        return (
+            f"Wrong only on the inputs that are not unit-scale randn ({mismatches[0][1].scale}), right on the "
+            "others: a correct result scales with its inputs exactly. Look for a test on values (skipping "
+            "products with |a| < some epsilon, a clamp, a constant that assumes values near 1) or arithmetic "
+            "that overflows."
+        )
     rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
     square_ok = passed_shapes and all(len(set(s)) == 1 for s in passed_shapes)
     if len(shape) == 3 and square_ok and all(len(set(s)) > 1 for s, _ in mismatches):

@@ -119,6 +119,10 @@ class Exercise:
     slow_hint: str = ""  # what to look at when a correct kernel is too slow
     profile_shape: tuple[int, ...] = (256, 256, 256)  # the CPU backend's access profile runs here
     access: tuple[AccessBound, ...] = ()  # checked on the CPU backend (no timing there)
+    # the drawn shape with M > 65535 (grader.shapes) on the CPU backend too; warptile's 128-row tiles make it
+    # dear there (05 at 70000 x 3 x 3: 10.8 s a call through grader.load, 2026-12-03), and no 128-row tile
+    # can pass gridDim.y's limit
+    cpu_long_rows: bool = True
 
     def __post_init__(self):
         if self.baseline_exercise is None:
@@ -184,6 +188,18 @@ ACCESS_BOUNDS = {
         ),  # 04, 05: 0.25; 02: 2.0
         AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix),
     ),  # 04: 0.047, 05: 0.070
+    # between a column of TM outputs per thread (1 + 1/TM floats per FMA: 1.125 at TM = 8) and plain
+    # tiling (2: a float of A and of B per FMA); the reuse bound keeps an untiled kernel (0 shared loads) out
+    "register_1d": (
+        AccessBound(
+            "shared_loads_per_fma",
+            most=1.5,
+            says="each multiply-add loads {value:.2f} floats from shared memory (plain tiling loads 2: one of A, one of B)",
+            fix="keep TM = 8 running sums per thread in registers: per step of k load Bs[k][col] into a register "
+            "once and use it for all TM multiply-adds (one B load per TM FMAs)",
+        ),
+        _REUSE,
+    ),  # 04a, notebook 05: 1.125 / 0.070; 02: 2.0 / 0.133; 01: 0 / 2.0
     "warptile": (
         AccessBound(
             "bank_conflicts_per_shared_request",
@@ -301,6 +317,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 4096),
+            cpu_long_rows=False,
             slow_hint="Arrange each warp's lanes as 4 x 8 over a 32 x 128 warp tile with 8 x 16 outputs per thread "
             "(2 x 4 sub-tiles of 4 x 4), and keep the next K-tile's copies in flight while this one is "
             "multiplied: __pipeline_memcpy_async into the next ring slot, one commit group per tile, "

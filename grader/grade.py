@@ -266,7 +266,8 @@ def grade(
         if not res.passed and profile.NO_GLOBAL_LOADS in res.message and res.profile and res.profile.get("sampled"):
             # the sampled blocks did nothing (a persistent kernel whose first block took every tile off a
             # queue): count every block before saying no kernel did the work
-            again = _profile_run(exercise, source, filename, ex, compile_timeout, timeout, blocks="all")
+            counted = shapes.profile_shape(ex.profile_shape, seed)
+            again = _profile_run(exercise, source, filename, ex, compile_timeout, timeout, blocks="all", shape=counted)
             if again is not None:
                 _verdict_access(res, ex, again, 0, build.path, filename)
     elif res.correct and step is not None:
@@ -326,11 +327,12 @@ def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
     # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
     # per shape drawn from the seed (grader.shapes: every dimension aligned in turn, the others odd)
     cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
-    cases += [checks.make_case(exercise, s, gen) for s in shapes.draw(len(fixed[0]), seed)]
+    drawn = shapes.draw(len(fixed[0]), seed, rows=backend == "cuda" or ex.cpu_long_rows)
+    cases += [checks.make_case(exercise, s, gen, variant=i) for i, s in enumerate(drawn)]  # some scaled
     profile_seed = None
     if backend == "cpu" and ex.access and exercise not in contract.HOST:  # one more case, counted
         profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
-        cases.append(checks.make_case(exercise, ex.profile_shape, gen))
+        cases.append(checks.make_case(exercise, shapes.profile_shape(ex.profile_shape, seed), gen))
     step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
     return cases, profile_seed, step
 
@@ -339,14 +341,15 @@ def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, 
     """The CPU backend's verdict on a correct kernel: the exercise's access bounds, on the counts of
     the checked run of the profile case (grader.profile)."""
     raw = next((m["profile"] for m, _ in run.messages if m.get("case") == case and "profile" in m), None)
-    prof, problems = profile.judge(ex.name, ex.profile_shape, raw, lib, filename)
+    counted = shapes.profile_shape(ex.profile_shape, res.seed)  # the shape _draw_cases gave that case
+    prof, problems = profile.judge(ex.name, counted, raw, lib, filename)
     if prof is None:
         res.correct = False
         res.message = "correct on the test shapes, but the profiled run sent no access counts"
         return
     res.profile = prof.as_dict()
     res.evidence = profile.EVIDENCE_CPU  # a pass or a miss, the verdict rests on the access counts
-    shape = "x".join(map(str, ex.profile_shape))
+    shape = "x".join(map(str, counted))
     if problems:
         res.message = (
             f"correct, but the access profile at {shape} misses this exercise's idea "
@@ -391,12 +394,15 @@ def _profile_run(
     compile_timeout: float | None,
     timeout: float | None,
     blocks: str = "sample",
+    shape: tuple[int, ...] | None = None,
 ) -> sandbox.ChildRun | None:
     """One counted run of the file on the CPU backend at the exercise's profile shape, on fresh inputs
     (case 0), in a child; None when it cannot be had."""
     try:
         build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
-        case = checks.make_case(exercise, ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62)))
+        case = checks.make_case(
+            exercise, shape or ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62))
+        )
         request = {
             "lib": str(build.path),
             "exercise": exercise,
@@ -488,6 +494,10 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             )
             return
         errors = [m["error"] for m, _ in got if "error" in m]
+        if errors and mismatches:  # the first wrong input decides (a later launch past a limit must not hide it)
+            n_wrong_inputs, cases = n_wrong_inputs + 1, cases[: i + 1]  # (the rest are not judged)
+            res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
+            break
         if errors:
             res.shapes.append(ShapeResult(list(case.shape), False, errors[0]))
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"

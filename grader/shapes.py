@@ -13,6 +13,13 @@ cached in float[128]. So each grade also draws, from its seed:
   and one long shape: K (relu_mask: N) drawn from LONG, past any fixed-size cache a kernel might
   keep of a row (a float[512] of A passed every other CPU shape), the other dimensions under 32.
 
+  and, past sizes a kernel may silently assume (LONG_ROWS, STAGE): M above gridDim.y's limit of 65535
+  with N and K small (one block row per row of C fails to launch; N > 3 also makes M * N > 2^18), and
+  M * K just above 2^18 with N = 3 (a fixed __device__ staging array of 2^18 floats overflows); relu_mask:
+  M * N just above 2^18. These are not held to COST_CAP: they cost 0.1-1 s a run on the CPU backend for
+  a kernel with tiles of up to 64 rows, more for 128-row tiles (`rows=False` leaves the long-M shape out).
+  (A grade on the CPU backend takes 4-10 s with them: good_naive.cu 5.9 s, 05 as register_blocked 9.8 s.)
+
 Across the set each dimension then has both zero and non-zero residues mod 4, 8, 32 and 128,
 independently of the others: wherever one dimension is aligned, the others are as unaligned as
 they can be, which is where such a path goes wrong. K's multiple of 128 is 256 or 384, so K >
@@ -32,6 +39,14 @@ ODD_MAX = 255  # odd dimensions are drawn from 1 .. ODD_MAX
 COST_CAP = {3: 600_000, 2: 12_288}
 LONG = {3: (513, 1100), 2: (1025, 2100)}  # the long shape's K (GEMM) or N (relu): beyond 512 / 1024
 LONG_COST_CAP = {3: 1_200_000, 2: 12_288}  # one shape, up to twice COST_CAP for a GEMM
+
+
+LONG_ROWS = (65537, 70000)  # M past gridDim.y's limit (65535)
+STAGE = 1 << 18  # floats: a fixed staging array this large overflows past it
+# the profile shape: each dimension within these bounds of the exercise's base shape (256^3, 1024^2), the
+# cost at most the base's, so that a launcher cannot recognise it and grading gets no slower
+PROFILE_RANGE = (0.5, 2.0)
+PROFILE_ALIGN = 128
 
 
 def _pad32(x: int) -> int:
@@ -69,8 +84,9 @@ def _fit(shape: list[int], keep: int, cap: int) -> list[int]:
     return shape
 
 
-def draw(ndims: int, seed: int) -> list[tuple[int, ...]]:
-    """The drawn shapes for an exercise whose shapes have `ndims` dimensions (3: M, N, K; 2: M, N)."""
+def draw(ndims: int, seed: int, rows: bool = True) -> list[tuple[int, ...]]:
+    """The drawn shapes for an exercise whose shapes have `ndims` dimensions (3: M, N, K; 2: M, N);
+    rows=False: without the shape whose M passes gridDim.y's limit."""
     rng = random.Random(f"grader.shapes/{ndims}/{seed}")
     cap = COST_CAP[ndims]
     shapes = []
@@ -86,7 +102,49 @@ def draw(ndims: int, seed: int) -> list[tuple[int, ...]]:
     long = [rng.randrange(1, 32, 2) for _ in range(ndims)]
     long[-1] = rng.randrange(lo, hi + 1)
     shapes.append(tuple(_fit(long, ndims - 1, LONG_COST_CAP[ndims])))
+    shapes += _past_limits(ndims, rng, rows)
     return shapes
+
+
+def _past_limits(ndims: int, rng: random.Random, rows: bool) -> list[tuple[int, ...]]:
+    """The shapes past gridDim.y's limit and a 2^18-float staging array (module docstring)."""
+    if ndims == 2:
+        n = rng.randrange(513, 700, 2)
+        staged, tall = (STAGE // n + rng.randrange(1, 40, 2), n), (rng.randrange(*LONG_ROWS, 2), 3)
+    else:
+        k = rng.randrange(129, 256, 2)
+        staged = (STAGE // k + rng.randrange(1, 200, 2), 3, k)
+        tall = (rng.randrange(*LONG_ROWS, 2), rng.randrange(5, 8, 2), rng.randrange(1, 6, 2))
+    return [tall, staged] if rows else [staged]
+
+
+def past_limits(shape: tuple[int, ...]) -> bool:
+    """Is this one of _past_limits' shapes (not held to COST_CAP)?"""
+    m = shape[0]
+    return m > LONG_ROWS[0] - 2 or m * shape[-1] > STAGE
+
+
+def profile_shape(base: tuple[int, ...], seed: int) -> tuple[int, ...]:
+    """The shape the CPU backend's access profile counts at, drawn from the grade's seed around the
+    exercise's `base` (256^3, 1024^2): a launcher that recognises a public profile shape and runs its
+    lesson's kernel only there does not meet it. No dearer than `base`, at least half of it, and every
+    dimension a multiple of PROFILE_ALIGN (relu_mask: N; M is any): at unaligned sizes the partial
+    tiles of a 128 x 128 block tile inflate the shipped solutions' figures past their bounds (notebook
+    05's register_blocked: 0.74 shared loads per FMA at 146 x 156 x 163, bound 0.5), as misaligned rows
+    do ReLU's bytes per element (6.06 at N = 623, bound 6)."""
+    rng = random.Random(f"grader.shapes/profile/{base}/{seed}")
+    lo, hi = PROFILE_RANGE
+    for _attempt in range(200):
+        shape = [
+            PROFILE_ALIGN * rng.randint(max(1, round(d * lo / PROFILE_ALIGN)), round(d * hi / PROFILE_ALIGN))
+            for d in base
+        ]
+        if len(base) == 2:
+            shape[0] = rng.randint(int(base[0] * lo), int(base[0] * hi))
+        shape = tuple(shape)
+        if cost(tuple(base)) // 2 <= cost(shape) <= cost(tuple(base)) and shape != tuple(base):
+            return shape
+    return tuple(base)
 
 
 def dim_names(shape) -> tuple[str, ...]:

@@ -198,3 +198,52 @@ def test_separating_condition_names_the_dimension():
         == "K is a multiple of 32"
     )
     assert checks.separating_condition([(41, 59, 32)], [(1, 1, 1)]) == ""  # too little to go on
+
+
+def test_scaled_inputs_pass_a_float32_gemm_and_fail_one_that_drops_small_terms():
+    """Drawn cases scale A and B by powers of two (exact): the tolerance, relative to |A| |B|, holds as it is."""
+    g = torch.Generator().manual_seed(3)
+    scales = set()
+    for variant in range(len(checks.GEMM_SCALES)):
+        c = checks.make_case("naive", (33, 17, 70), g, variant=variant)
+        a, b = c.inputs["A"], c.inputs["B"]
+        assert checks.compare(c, "C", a @ b) is None, c.scale
+        scales.add(c.scale)
+        if c.scale.startswith("A x 2^-24"):
+            dropped = torch.where(a.abs() < 1e-6, 0.0, a) @ b
+            mm = checks.compare(c, "C", dropped)
+            assert mm is not None and "A x 2^-24" in mm.describe(c.shape)
+            assert "not unit-scale" in checks.hint([(c.shape, mm)], [(1, 1, 1), (17, 33, 65), (64, 64, 64)])
+    assert "" in scales and len(scales) == len(checks.GEMM_SCALES)
+
+
+def test_relu_special_values_have_an_exact_reference_and_arithmetic_relu_is_named():
+    g = torch.Generator().manual_seed(4)
+    c = checks.make_case("relu_mask", (40, 70), g, variant=1)
+    x = c.inputs["X"]
+    assert torch.isinf(x).any() and (x.abs() > 1e38).any() and ((x != 0) & (x.abs() < 2.0**-126)).any()
+    assert not torch.isnan(x).any()  # the contract leaves ReLU of NaN undefined
+    assert checks.compare(c, "Y", torch.where(x > 0, x, 0.0)) is None  # inf where x is inf passes
+    mm = checks.compare(c, "Y", 0.5 * (x + x.abs()))
+    assert mm is not None and "FLT_MAX" in checks.hint([(c.shape, mm)], [(1, 1), (3, 31), (17, 33)], "relu_mask")
+
+
+def test_the_uninitialised_local_pattern_gets_its_own_hint():
+    c = _case(shape=(4, 5, 6))
+    out = c.inputs["A"] @ c.inputs["B"] + checks.UNINIT_FLOAT
+    mm = checks.compare(c, "C", out)
+    assert "Initialise the accumulator" in checks.hint([(c.shape, mm)], [], "naive")
+
+
+def test_launch_errors_get_the_cause_not_a_barrier():
+    same = (
+        "gemm: shared-memory race on As[0][0]: thread (1,0,0) writes it at k.cu:9, but thread (0,0,0) wrote it at "
+        "k.cu:9 with no __syncthreads() in between (a barrier is missing, e.g. after the tile loads)"
+    )
+    assert "Two threads store the same shared element" in checks.error_hint(same, (17, 33, 65))
+    other = same.replace("wrote it at k.cu:9", "wrote it at k.cu:12")
+    assert "Two threads" not in checks.error_hint(other, (17, 33, 65))
+    mask = "relu_forward: global-memory race on mask[0][0]: thread (8,0,0) of block (0,0,0) reads it at r.cu:12"
+    assert "atomicOr" in checks.error_hint(mask, (3, 31)) and "__ballot_sync" in checks.error_hint(mask, (3, 31))
+    grid = "invalid launch configuration: grid (1,70001,1), block (32,1,1)"
+    assert "at most 65535" in checks.error_hint(grid, (70001, 3, 3)) and checks.error_hint(grid, (17, 3, 3)) == ""

@@ -191,7 +191,12 @@ CPU_SHAPES = [(1, 1, 1), (17, 33, 65), (33, 70, 19), (127, 253, 61)]
     "name", [f for f in FILES if exercise_of(f) in ("naive", "tiled", "conflict_free", "register_blocked")]
 )
 def test_gemm_correct_on_cpu_backend(name):
-    torch, mod = _cpu_module(name)
+    import torch
+
+    from grader import binding
+
+    # the CPU backend builds every reference GEMM: a build failure fails here, it is not a skip
+    mod = binding.load(KERNELS / name, exercise_of(name), backend="cpu")
     g = torch.Generator().manual_seed(0)
     for m, n, k in CPU_SHAPES:
         assert _gemm_rel_err(torch, mod, m, n, k, g) < 1e-4, (name, m, n, k)

@@ -105,6 +105,9 @@ MISGRADED = [  # issue 14: each passed its wrong exercise on the CPU backend bef
     ("register_blocked", "01_naive.cu", "bytes_per_flop"),
     ("naive", "01a_naive_uncoalesced.cu", "sectors_over_ideal_ld"),
     ("conflict_free", "03_bank_conflicts.cu", "bank_conflicts_per_shared_request"),
+    # issue 22: register_1d had no bound, so a naive and a plain tiled kernel passed it
+    ("register_1d", "01_naive.cu", "bytes_per_flop"),
+    ("register_1d", "02_tiled.cu", "shared_loads_per_fma"),
 ]
 
 
@@ -125,6 +128,7 @@ SHIPPED = [
     ("tiled", "02_tiled.cu"),
     ("conflict_free", "03_conflict_free.cu"),
     ("register_blocked", "04_register_blocked.cu"),
+    ("register_1d", "04a_register_1d.cu"),
     ("register_blocked", "05_warptile_pipelined.cu"),
     ("relu_mask", "06_relu_mask.cu"),
     ("gemm_relu", "07_gemm_relu.cu"),

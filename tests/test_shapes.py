@@ -44,11 +44,39 @@ def test_each_dimension_meets_each_modulus_exactly_with_the_others_odd(ndims):
 
 def test_k_exceeds_128_in_every_draw_and_the_cpu_cost_is_capped():
     for seed in SEEDS:
-        gemm = shapes.draw(3, seed)
+        gemm = [s for s in shapes.draw(3, seed) if not shapes.past_limits(s)]
         assert max(k for _, _, k in gemm) > 128
         assert all(min(s) >= 1 for s in gemm)
         assert sum(shapes.cost(s) for s in gemm) <= 14 * shapes.COST_CAP[3]
-        assert all(shapes.cost(s) <= shapes.COST_CAP[2] for s in shapes.draw(2, seed))
+        assert all(shapes.cost(s) <= shapes.COST_CAP[2] for s in shapes.draw(2, seed) if not shapes.past_limits(s))
+
+
+def test_one_shape_passes_a_staging_array_of_2_18_floats():
+    """M * K > 2^18 with N = 3 (relu_mask: M * N > 2^18): a __device__ float[1 << 18] that A is staged in,
+    with a wrapped index, is wrong there (tests/submissions/device_stage_wrapped.cu)."""
+    for seed in SEEDS:
+        assert [s for s in shapes.draw(3, seed) if s[1] == 3 and 2**18 < s[0] * s[2] < 2**18 * 1.25]
+        assert [s for s in shapes.draw(2, seed) if 2**18 < s[0] * s[1] < 2**18 * 1.25]
+
+
+def test_one_shape_has_more_rows_than_grid_dim_y_allows_and_stays_cheap():
+    """M > 65535 with N and K small (tests/submissions/rows_on_grid_y.cu); warptile leaves it out on the CPU."""
+    for seed in SEEDS:
+        for ndims in (3, 2):
+            tall = [s for s in shapes.draw(ndims, seed) if s[0] > 65535]
+            assert len(tall) == 1 and max(tall[0][1:]) < 8, (seed, tall)
+            assert not [s for s in shapes.draw(ndims, seed, rows=False) if s[0] > 65535]
+
+
+def test_the_profile_shape_is_drawn_from_the_seed_and_costs_no_more_than_its_base():
+    """A launcher that recognises 256^3 (or 1024^2) and runs its lesson's kernel only there meets another
+    shape (tests/submissions/profile_shape_*.cu)."""
+    for base in ((256, 256, 256), (1024, 1024)):
+        drawn = [shapes.profile_shape(base, seed) for seed in SEEDS]
+        assert base not in drawn and len(set(drawn)) >= 15
+        assert all(shapes.cost(base) // 2 <= shapes.cost(s) <= shapes.cost(base) for s in drawn)
+        assert all(s[-1] % 128 == 0 for s in drawn)  # whole tiles (the docstring of profile_shape says why)
+        assert shapes.profile_shape(base, 7) == shapes.profile_shape(base, 7)
 
 
 def test_one_shape_is_long_past_a_fixed_row_cache():
