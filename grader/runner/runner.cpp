@@ -592,15 +592,18 @@ static bool gate_close() {
 static char* STAGING = nullptr;  // pinned: a copy from pageable memory would wait for the default stream
 static size_t STAGING_BYTES = 0;
 
+// Before the gate closes (cudaMallocHost synchronises the device: behind a closed gate it would wait).
+static void staging_reserve(size_t total) {
+    if (total <= STAGING_BYTES) return;
+    cudaFreeHost(STAGING);
+    STAGING_BYTES = 0;
+    if (cudaMallocHost(&STAGING, total) == cudaSuccess) STAGING_BYTES = total;
+}
+
 static std::string gate_open_and_judge(const std::vector<std::pair<char*, size_t>>& outputs) {
     size_t total = 0;
     for (auto& o : outputs) total += o.second;
     cudaError_t e = cudaStreamSynchronize(STREAM);
-    if (total > STAGING_BYTES) {
-        cudaFreeHost(STAGING);
-        STAGING_BYTES = 0;
-        if (cudaMallocHost(&STAGING, total) == cudaSuccess) STAGING_BYTES = total;
-    }
     if (total > STAGING_BYTES) e = cudaErrorMemoryAllocation;  // no judgement, the gate just opens
     size_t off = 0;
     for (auto& [p, n] : outputs) {
@@ -736,7 +739,8 @@ static Reply handle(const Message& m) {
     } else if (op == "load") {  // {lib}, bytes: a built library
         auto it = m.arrays.find("bytes");
         if (it == m.arrays.end()) throw std::runtime_error("load without bytes");
-        LIBS[q.s("lib")] = load_library(q.s("lib"), it->second);
+        Library& lib = LIBS[q.s("lib")] = load_library(q.s("lib"), it->second);
+        if (lib.last_error) lib.last_error();  // its own CUDA runtime starts (and loads its modules) now, ungated
     } else if (op == "symbols") {  // {lib, names}: which of them the library lacks
         Library& lib = library(q.s("lib"));
         std::string missing = "[";
@@ -862,15 +866,18 @@ static Reply handle(const Message& m) {
     } else if (op == "call") {  // {lib, fn, args: [{b, out} | {i} | {s}], device}: one launcher, synchronised
         Call c = parse_call(q);
 #ifdef RUNNER_CUDA
+        std::vector<std::pair<char*, size_t>> outputs;
+        size_t total = 0;
+        for (size_t k = 0; k < c.bufs.size(); k++)
+            if (c.outs[k]) {
+                outputs.emplace_back(buffer(c.bufs[k]).inner(), 4 * buffer(c.bufs[k]).n);
+                total += outputs.back().second;
+            }
+        staging_reserve(total);
         bool gated = gate_close();
         invoke(c, device);
         std::string elsewhere;
-        if (gated) {
-            std::vector<std::pair<char*, size_t>> outputs;
-            for (size_t k = 0; k < c.bufs.size(); k++)
-                if (c.outs[k]) outputs.emplace_back(buffer(c.bufs[k]).inner(), 4 * buffer(c.bufs[k]).n);
-            elsewhere = gate_open_and_judge(outputs);
-        }
+        if (gated) elsewhere = gate_open_and_judge(outputs);
         std::string err = library_error(*c.lib, true);
         r.meta = obj({{"error", quote(err.empty() ? elsewhere : err)}});
 #else
@@ -930,6 +937,9 @@ int main(int argc, char** argv) {
     }
     if (argc > 3 && getppid() != atoi(argv[3])) return 5;  // the worker died before we asked to die with it
 #ifdef RUNNER_CUDA
+    // Every module of a library loads with it, not at its kernel's first launch: a lazy load inside a
+    // checked call would wait behind the gate on the default stream (the stream contract, above).
+    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     // the context and our stream now (the worker starts us while the compiler may still run)
     cudaError_t e = cudaStreamCreateWithFlags(&STREAM, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
