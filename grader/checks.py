@@ -385,6 +385,12 @@ def error_hint(error: str, shape) -> str:
             "An out-of-bounds write: the bounds test must keep every thread whose row or column lies "
             "outside the matrix from storing (row < M, col < N)." + at
         )
+    if "out-of-bounds read of" in error:
+        return (
+            "An out-of-bounds read: a load's index must be tested before the load, not only before the store, even "
+            "when its value is thrown away (a tile load needs row < M and col < N beside k < K; read bias[col] "
+            "only for col < N)." + at
+        )
     if "wrote to its input" in error:
         return (
             "Only the output(s) may be written, even if the kernel puts the input back afterwards. Look for a "

@@ -35,7 +35,7 @@
 namespace cuda_emu {
 
 bool g_race_outputs = false;
-uintptr_t g_host_lo = 0, g_host_span = 0, g_in_lo = 0, g_in_span = 0;
+uintptr_t g_host_lo = 0, g_host_span = 0, g_in_lo = 0, g_in_span = 0, g_oob_lo = 0, g_oob_span = 0;
 
 namespace {
 
@@ -287,6 +287,7 @@ struct Buf {
     std::string name;
     int cols;
     bool output;
+    uintptr_t alo = 0, ahi = 0;  // the allocation around it, when it has room outside the buffer (guard zones)
 };
 std::vector<Buf> g_bufs;       // every buffer the launcher call was given
 bool g_device = false;         // ... and they are device memory (flags bit 1: not a host exercise)
@@ -319,6 +320,11 @@ bool one_word(const void* p, size_t n) {  // [p, p+n) is one 4-byte word repeate
     return true;
 }
 bool g_in_launch = false;
+// Allocations that hold the launch's buffers with room around them (cuda_emu_set_allocations: torch tensors inside
+// guarded storage; and the runtime's own cudaMalloc blocks): a kernel's read there, outside every buffer, is out of
+// bounds. Watched while a kernel runs: [g_oob_lo, +g_oob_span) spans them.
+struct Alloc { uintptr_t lo, hi; };
+std::vector<Alloc> g_allocs;
 
 bool overlaps(uintptr_t lo, uintptr_t hi, uintptr_t a, size_t n) { return a < hi && a + n > lo; }
 
@@ -408,6 +414,37 @@ void input_write(const void* p, size_t n, const void* pc) {
                "an output)", b.name.c_str(), el.c_str(), source_line(pc).c_str(), thread_name(g_linear).c_str());
         abandon_thread();
     }
+}
+
+// A kernel's load in an allocation that holds a launch buffer (the window), but not inside a buffer: past its end
+// or before its start. On a GPU it reads whatever lies there (a guard zone, another buffer) or faults.
+void oob_read(const void* p, size_t n, const void* pc) {
+    static size_t last = 0;  // the buffer the last in-bounds read hit: most reads hit it again
+    const uintptr_t a = (uintptr_t)p;
+    if (last < g_bufs.size() && a - g_bufs[last].lo <= g_bufs[last].hi - g_bufs[last].lo - n) return;
+    const Buf* near = nullptr;
+    for (size_t i = 0; i < g_bufs.size(); ++i) {
+        const Buf& b = g_bufs[i];
+        if (b.hi - b.lo >= n && a - b.lo <= b.hi - b.lo - n) { last = i; return; }
+        if (b.ahi > b.alo && a + n > b.alo && a < b.ahi) near = &b;
+    }
+    if (!near) return;  // between the allocations
+    const Buf& b = *near;
+    const long long words = (long long)((b.hi - b.lo) / 4), e = ((long long)a - (long long)b.lo) / 4 -
+                                                                  ((long long)a < (long long)b.lo && (b.lo - a) % 4);
+    const bool past = a + n > b.hi;
+    std::string el = b.cols > 0 && e >= 0 ? b.name + "[" + std::to_string(e / b.cols) + "][" + std::to_string(e % b.cols) + "]"
+                                          : b.name + "[" + std::to_string(e) + "]";
+    std::string shape = b.cols > 0 ? std::to_string(words / b.cols) + "x" + std::to_string(b.cols) + " "
+                                   : std::to_string(words) + "-element ";
+    const size_t off = past ? a + n - b.hi : b.lo - a;
+    report("out-of-bounds read of %s at %s: thread %s reads %s, %s the %sarray (%zu byte%s %s it); on a GPU that "
+           "reads whatever lies there, or faults. Every load needs its bounds test, even one whose value is not used "
+           "(a tile load guarded only by k < K needs row < M too; a bias read before the column test)",
+           b.name.c_str(), source_line(pc).c_str(), thread_name(g_linear).c_str(), el.c_str(),
+           past ? "past the end of" : "before the start of", shape.c_str(), off, off == 1 ? "" : "s",
+           past ? "past" : "before");
+    abandon_thread();
 }
 
 void atomic_access(const void* p, size_t n, const void* pc, int op) {
@@ -589,6 +626,24 @@ void global_access(const void* p, size_t n, bool write, const void* pc) {
     }
 }
 
+// Each buffer's allocation: one of cuda_emu_set_allocations', else the cudaMalloc block that holds it; the window
+// spans those with room outside their buffer.
+static void open_oob_window() {
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (Buf& b : g_bufs) {
+        b.alo = b.ahi = 0;
+        for (const Alloc& al : g_allocs)
+            if (b.lo >= al.lo && b.hi <= al.hi) { b.alo = al.lo; b.ahi = al.hi; break; }
+        if (!b.ahi)
+            for (const Span& blk : g_blocks)
+                if (!blk.name && b.lo >= blk.lo && b.hi <= blk.hi) { b.alo = blk.lo; b.ahi = blk.hi; break; }
+        if (b.alo == b.lo && b.ahi == b.hi) b.alo = b.ahi = 0;  // no room around it
+        if (b.ahi) lo = std::min(lo, b.alo), hi = std::max(hi, b.ahi);
+    }
+    if (hi > lo) { g_oob_lo = lo; g_oob_span = hi - lo; }
+    else { g_oob_lo = 0; g_oob_span = 0; }
+}
+
 void globals_new_launch() {
     g_launch_clock = g_clock + 1;  // the first block's interval starts after it
     g_suspects.clear();
@@ -600,6 +655,7 @@ void globals_new_launch() {
     for (const Buf& b : g_bufs)
         if (!b.output) lo = std::min(lo, b.lo), hi = std::max(hi, b.hi);
     if (hi > lo) { g_in_lo = lo; g_in_span = hi - lo; }
+    open_oob_window();
     g_releases.clear();
     if (!g_race_outputs) return;
     // the cudaMalloc blocks are watched as the outputs are, for this launch (with the shadows they had)
@@ -658,6 +714,7 @@ void globals_window(uintptr_t& lo, uintptr_t& span) {
 void globals_end_launch() {
     g_race_outputs = false;  // (checks.cpp closes the window at the next launch or block)
     g_in_lo = g_in_span = 0;
+    g_oob_lo = g_oob_span = 0;
     g_in_launch = false;
     update_host_window();
     struct Unwatch { ~Unwatch() { unwatch_scratch(); } } unwatch;  // after the suspects, which point into g_outputs
@@ -707,6 +764,7 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
                                                                            const int* cols, const int* flags) {
     using namespace cuda_emu;
     end_of_call();
+    if (n == 0) g_allocs.clear();  // the call is over
     g_outputs.clear();
     g_out_lo = UINTPTR_MAX;
     g_out_hi = 0;
@@ -735,6 +793,14 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
         size_t words = (g_outputs[i].hi - g_outputs[i].lo + 3) / 4;
         if (g_shadow[i].size() < words) g_shadow[i].resize(words);
     }
+}
+
+extern "C" __attribute__((visibility("default"))) void cuda_emu_set_allocations(int n, const unsigned long long* ptrs,
+                                                                              const unsigned long long* bytes) {
+    using namespace cuda_emu;
+    g_allocs.clear();
+    for (int i = 0; i < n; ++i)
+        if (bytes[i]) g_allocs.push_back(Alloc{(uintptr_t)ptrs[i], (uintptr_t)(ptrs[i] + bytes[i])});
 }
 
 extern "C" CUDA_EMU_API void* cuda_emu_memcpy(void* d, const void* s, size_t n) noexcept {
