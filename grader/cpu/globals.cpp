@@ -27,7 +27,11 @@
 // reported with the caller's line. While a kernel runs, a store into an input is reported.
 #include "runtime_internal.h"
 
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -291,7 +295,12 @@ struct Buf {
 };
 std::vector<Buf> g_bufs;       // every buffer the launcher call was given
 bool g_device = false;         // ... and they are device memory (flags bit 1: not a host exercise)
-struct Span { uintptr_t lo, hi; int line = 0; const char* name = nullptr; };
+struct Span {
+    uintptr_t lo, hi;
+    int line = 0;
+    const char* name = nullptr;
+    size_t mapped = 0;  // a cudaMalloc block of its own pages (mmap): [lo, lo + mapped), a PROT_NONE page after
+};
 // cudaMalloc's blocks (line: the cudaMalloc's), and the __device__ / __constant__ variables (name: theirs)
 std::vector<Span> g_blocks;
 // the race detector's shadows of each cudaMalloc block, kept between launches (clocks tell stale entries)
@@ -467,7 +476,109 @@ static void mem_range(void* d, const void* s, size_t n, const void* pc) {
     }
 }
 
+// ---- protection of cudaMalloc's blocks ----------------------------------------------------------------------
+// Each block has pages of its own (and a PROT_NONE page after them), which are PROT_NONE except while a kernel
+// runs and inside the runtime's own copies: host code that touches a block, by any route (its own loads, a
+// library function, a copy the instrumentation does not see), faults. The fault handler (installed with the
+// first block, chained to the one before it) notes the access, opens the block so the access completes, and
+// the note becomes the launcher call's error at the next runtime call: host code touching device memory, with
+// its line. Sanitize builds keep heap blocks (AddressSanitizer must see overflows) and the hooks' detection.
+namespace {
+#ifndef CUDA_EMU_ASAN
+constexpr size_t kPage = 4096;
+int g_open = 0;  // nesting of the scopes in which device memory is open (kernels, the runtime's copies)
+struct HostFault { void* addr; void* pc; int write; };  // write: 1, 0, or -1 when the CPU does not say
+volatile sig_atomic_t g_fault_pending = 0;
+HostFault g_host_fault{};
+struct sigaction g_prev_segv;
+bool g_segv_installed = false;
+
+void protect_blocks(int prot) {
+    for (const Span& b : g_blocks)
+        if (b.mapped) mprotect((void*)b.lo, b.mapped, prot);
+}
+
+void host_fault_handler(int sig, siginfo_t* si, void* uc) {
+    const uintptr_t a = (uintptr_t)si->si_addr;
+    for (const Span& b : g_blocks)  // (no allocation: a plain walk of the vector)
+        if (b.mapped && a - b.lo < b.mapped && si->si_code > 0) {
+            if (!g_fault_pending) {
+                g_host_fault.addr = si->si_addr;
+#if defined(__x86_64__) && defined(__linux__)
+                g_host_fault.pc = (void*)((ucontext_t*)uc)->uc_mcontext.gregs[REG_RIP];
+                g_host_fault.write = (((ucontext_t*)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+                g_host_fault.pc = nullptr;
+                g_host_fault.write = -1;
+#endif
+                g_fault_pending = 1;
+            }
+            mprotect((void*)b.lo, b.mapped, PROT_READ | PROT_WRITE);  // the access completes; closed again later
+            return;
+        }
+    // not a block: the handler that was there before
+    if (g_prev_segv.sa_flags & SA_SIGINFO) {
+        if (g_prev_segv.sa_sigaction) return g_prev_segv.sa_sigaction(sig, si, uc);
+    } else if (g_prev_segv.sa_handler != SIG_DFL && g_prev_segv.sa_handler != SIG_IGN) {
+        return g_prev_segv.sa_handler(sig);
+    }
+    signal(sig, SIG_DFL);  // the instruction faults again, now with the default action
+}
+
+void install_host_fault_handler() {
+    if (g_segv_installed) return;
+    struct sigaction sa{};
+    sa.sa_sigaction = host_fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    g_segv_installed = sigaction(SIGSEGV, &sa, &g_prev_segv) == 0;
+}
+#endif
+
+}  // namespace
+
+// Device memory is open (kernels and the runtime's copies may touch it) between these (they nest).
+void device_open() {
+#ifndef CUDA_EMU_ASAN
+    if (!g_open++) protect_blocks(PROT_READ | PROT_WRITE);
+#endif
+}
+void device_close() {
+#ifndef CUDA_EMU_ASAN
+    if (g_open > 0 && !--g_open) protect_blocks(PROT_NONE);
+#endif
+}
+
+// A host access that faulted on a closed block, reported as the hooks report one (host_access).
+void take_host_fault() {
+#ifndef CUDA_EMU_ASAN
+    if (!g_fault_pending) return;
+    g_fault_pending = 0;
+    const HostFault f = g_host_fault;
+    if (g_host_reported) return;  // this call's host code was reported already (the hooks saw it first)
+    g_host_reported = true;
+    update_host_window();
+    const char* name = device_name((uintptr_t)f.addr, 1);
+    const bool block = !name || std::strcmp(name, "a cudaMalloc block") == 0;
+    const char* what = f.write > 0 ? "wrote" : f.write == 0 ? "read" : "touched";
+    // the kernel file's line, or the library function it called (libc's memcmp, ...)
+    std::string where = "at " + source_line(f.pc);
+    Dl_info mine{}, at{};
+    if (f.pc && dladdr((void*)&take_host_fault, &mine) && dladdr(f.pc, &at) && at.dli_fbase != mine.dli_fbase) {
+        std::string lib = at.dli_fname ? at.dli_fname : "?";
+        lib = lib.substr(lib.rfind('/') == std::string::npos ? 0 : lib.rfind('/') + 1);
+        where = at.dli_sname ? "in " + std::string(at.dli_sname) + " (" + lib + "), a library function the launcher called"
+                             : "in a library function of " + lib + " that the launcher called";
+    }
+    report_host("the launcher's host code %s %s (device memory) %s: on a GPU that %s faults; only kernels may "
+                "read and write %s (cudaMemcpy copies between host and device)", what,
+                name ? name : "a cudaMalloc block", where.c_str(),
+                f.write > 0 ? "write" : f.write == 0 ? "read" : "access", block ? "device memory" : "the launch's buffers");
+#endif
+}
+
 void* device_malloc(size_t n, int line) {
+#ifdef CUDA_EMU_ASAN
     size_t bytes = (n + 255) / 256 * 256 + 256;
     void* p = std::aligned_alloc(256, bytes);
     if (p) {
@@ -475,6 +586,17 @@ void* device_malloc(size_t n, int line) {
         update_host_window();
     }
     return p;
+#else
+    // the block as a GPU rounds it (256 bytes, and 256 more: what a copy may run into), on pages of its own
+    const size_t block = (n + 255) / 256 * 256 + 256, bytes = (block + kPage - 1) / kPage * kPage;
+    void* p = mmap(nullptr, bytes + kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    install_host_fault_handler();
+    g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + block, line, nullptr, bytes});
+    if (g_open) mprotect(p, bytes, PROT_READ | PROT_WRITE);  // (allocated inside an open scope)
+    update_host_window();
+    return p;
+#endif
 }
 
 void register_device_variable(const void* p, size_t n, const char* name, int line) {
@@ -485,7 +607,7 @@ void register_device_variable(const void* p, size_t n, const char* name, int lin
 void device_free(void* p) {
     if (!p) return;
     for (size_t i = 0; i < g_blocks.size(); ++i)
-        if (g_blocks[i].lo == (uintptr_t)p) {
+        if (g_blocks[i].lo == (uintptr_t)p && !g_blocks[i].name) {
             const Span b = g_blocks[i];
             g_blocks.erase(g_blocks.begin() + i);
             g_scratch_shadow.erase(b.lo);
@@ -493,9 +615,14 @@ void device_free(void* p) {
                                            [&](const Span& t) { return overlaps(b.lo, b.hi, t.lo, t.hi - t.lo); }),
                             g_tainted.end());
             update_host_window();
-            break;
+#ifdef CUDA_EMU_ASAN
+            std::free(p);
+#else
+            munmap(p, b.mapped + kPage);
+#endif
+            return;
         }
-    std::free(p);
+    // not a block of cudaMalloc's: a GPU answers cudaErrorInvalidValue, and nothing is freed
 }
 
 namespace {
@@ -540,6 +667,7 @@ void copy_checked(void* d, const void* s, size_t n, int kind, int value, int lin
         }
     }
     if (n) mark_set(d, n);
+    DeviceOpen open;
     if (kind == 1) std::memset(d, value, n);
     else std::memmove(d, s, n);
 }
@@ -645,6 +773,8 @@ static void open_oob_window() {
 }
 
 void globals_new_launch() {
+    take_host_fault();  // the launcher's host code before this launch
+    device_open();      // closed in globals_end_launch
     g_launch_clock = g_clock + 1;  // the first block's interval starts after it
     g_suspects.clear();
     g_race_outputs = (g_flags & 1) && !g_outputs.empty();
@@ -712,6 +842,8 @@ void globals_window(uintptr_t& lo, uintptr_t& span) {
 }
 
 void globals_end_launch() {
+    DeviceOpen open;  // the suspects' values are read below
+    device_close();   // the launch's (globals_new_launch)
     g_race_outputs = false;  // (checks.cpp closes the window at the next launch or block)
     g_in_lo = g_in_span = 0;
     g_oob_lo = g_oob_span = 0;
@@ -742,6 +874,8 @@ namespace cuda_emu {
 // The launcher call is over: an output that holds exactly the host data the call copied into device memory was
 // computed on the host and copied to it by a kernel (the copy's taint does not survive the kernel otherwise).
 static void end_of_call() {
+    take_host_fault();
+    DeviceOpen open;  // the outputs are read
     if (g_device && !g_host_copies.empty())
         for (size_t i = 0; i < g_n_outputs && i < g_outputs.size(); ++i) {
             const Output& o = g_outputs[i];
@@ -814,4 +948,16 @@ extern "C" CUDA_EMU_API void* cuda_emu_memmove(void* d, const void* s, size_t n)
 extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept {
     cuda_emu::mem_range(d, nullptr, n, __builtin_return_address(0));
     return std::memset(d, v, n);
+}
+
+// The caller's device memory (grader's native runner): what cudaMalloc, cudaFree and an unchecked cudaMemcpy do,
+// for a caller that reaches this runtime through the kernel library (dlsym), not through cuda_emu.h.
+extern "C" __attribute__((visibility("default"))) void* cuda_emu_device_alloc(unsigned long long bytes) {
+    return cuda_emu::device_malloc((size_t)bytes, 0);
+}
+extern "C" __attribute__((visibility("default"))) void cuda_emu_device_free(void* p) { cuda_emu::device_free(p); }
+extern "C" __attribute__((visibility("default"))) void cuda_emu_device_copy(void* dst, const void* src,
+                                                                           unsigned long long bytes) {
+    cuda_emu::DeviceOpen open;  // the runtime's own copy: never reported
+    std::memmove(dst, src, (size_t)bytes);
 }

@@ -961,6 +961,7 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
 extern "C" __attribute__((visibility("default"))) const char* cuda_emu_take_error(void) {
     using namespace cuda_emu;
     std::lock_guard<std::mutex> lock(g_mutex);
+    take_host_fault();  // host code that touched device memory since the last launch
     if (g_error.empty()) return nullptr;
     g_taken.swap(g_error);
     g_error.clear();

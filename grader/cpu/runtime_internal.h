@@ -78,7 +78,18 @@ CUDA_EMU_API void input_write(const void* p, size_t n, const void* pc);
 // outside every buffer (a guard zone) is reported (oob_read).
 extern CUDA_EMU_API uintptr_t g_oob_lo, g_oob_span;
 CUDA_EMU_API void oob_read(const void* p, size_t n, const void* pc);
-CUDA_EMU_API void set_status(int error);  // what the next cudaGetLastError returns (a runtime call failed)
+CUDA_EMU_API void set_status(int error);
+// cudaMalloc's blocks are PROT_NONE outside kernels and the runtime's own copies (globals.cpp): open while one of
+// these lives (they nest). take_host_fault: a host access that faulted on a closed block becomes the error.
+CUDA_EMU_API void device_open();
+CUDA_EMU_API void device_close();
+struct DeviceOpen {
+    DeviceOpen() { device_open(); }
+    ~DeviceOpen() { device_close(); }
+    DeviceOpen(const DeviceOpen&) = delete;
+    DeviceOpen& operator=(const DeviceOpen&) = delete;
+};
+CUDA_EMU_API void take_host_fault();  // what the next cudaGetLastError returns (a runtime call failed)
 // Records an error found in the launcher's host code (no kernel context); the first error stays.
 CUDA_EMU_API void report_host(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked
