@@ -1,3 +1,34 @@
+// ---- The runtime's C API (extern "C", default visibility in the kernel library) ---------------------------------
+// A caller (grader/binding.py through ctypes, the grader's native runner through dlsym) drives one launcher call so:
+//   before any call:
+//     cuda_emu_configure(unsigned schedule_seed, int flags)     thread order (0: in order) and checks (bit 0: races,
+//                                                              bit 1: every block); runtime.cpp
+//     cudaStream_t cuda_emu_stream_create(void)                 a stream handle: distinct, never 0; runtime.cpp
+//     void* cuda_emu_device_alloc(unsigned long long bytes)     device memory: a cudaMalloc block on pages of its
+//     void  cuda_emu_device_free(void* p)                       own, PROT_NONE outside kernels and the runtime's
+//     void  cuda_emu_device_copy(void* dst, const void* src,    copies (host code that touches it is reported);
+//                                unsigned long long bytes)      the copy is the runtime's own: never reported;
+//                                                              globals.cpp. One allocation per buffer, guard zones
+//                                                              inside it: a kernel's read in them is reported
+//   each call, in this order:
+//     cuda_emu_set_buffers(n, names, ptrs, bytes)               the buffers' names for the access profile
+//                                                              (profile.cpp); the inner extent, without guards
+//     cuda_emu_set_outputs(n, names, ptrs, bytes, cols, flags)  the same buffers: flags bit 0 output, bit 1 device
+//                                                              memory; cols: elements per row (0: 1-D); globals.cpp
+//     cuda_emu_set_allocations(n, ptrs, bytes)                  optional: the allocations around buffers that are
+//                                                              not cudaMalloc blocks (torch tensors in guarded
+//                                                              storage), for the out-of-bounds read check
+//     cuda_emu_expect_stream(cudaStream_t s)                    the stream the launcher is given: a launch, memset
+//                                                              or async copy on any other stream (0 included) is
+//                                                              reported, naming both; runtime.cpp
+//     ... call the launcher with s ...
+//     cuda_emu_expect_stream(0)                                 no expectation
+//     cuda_emu_set_outputs(0, 0, 0, 0, 0, 0)                    the call is over (its end-of-call checks run; the
+//                                                              allocations are forgotten)
+//     const char* cuda_emu_take_error(void)                     the call's first error, or null; runtime.cpp
+//   the access profile (profile.cpp): cuda_emu_profile_configure / _sites / _blocks before, cuda_emu_profile_take
+//   after (what it counted, as text).
+//
 // The CPU backend's scheduler: blocks run one after another; the threads of a block
 // run as fibers that yield at __syncthreads and warp intrinsics. A round resumes every
 // runnable fiber once; when none is runnable, a barrier is released (or an error is
