@@ -4,7 +4,8 @@
 #                               e.g. --no-browser --port 8890 --ip 0.0.0.0; --allow-root is added when run as root)
 #   ./course.sh test            install into .venv and run the whole test suite (what CI runs)
 # Works with or without an NVIDIA GPU. Variables:
-#   PYTHON       the interpreter that makes .venv (default python3)
+#   PYTHON       the interpreter that makes .venv (default python3; 3.10 or newer; a .venv made by
+#                another interpreter is made again)
 #   TORCH        the torch requirement and any pip options, word-split:
 #                TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126"
 #   TORCH_INDEX  only the index to take torch from (default: PyPI with a GPU, PyTorch's CPU index without)
@@ -49,7 +50,38 @@ local_cpu_wheel() {
         2>/dev/null | grep -q '"version": "[^"]*+cpu"'
 }
 
+# "PREFIX X.Y.Z" of an interpreter's base installation (a venv's python names the one that made it)
+python_id() {
+    "$1" -c 'import sys; print(sys.base_prefix, "%d.%d.%d" % sys.version_info[:3])' 2>/dev/null
+}
+
+# PYTHON must be 3.10+ (older ones fail later, in pip's resolver, with no word about the version)
+check_python() {
+    if ! command -v "$PYTHON" >/dev/null 2>&1; then
+        echo "course.sh: $PYTHON not found: install Python 3.10 or newer, or set PYTHON=/path/to/python3" >&2
+        exit 2
+    fi
+    local version
+    version=$("$PYTHON" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || true)
+    if ! printf '%s\n' "$version" | grep -Eq '^3\.([1-9][0-9])\.'; then
+        echo "course.sh: $PYTHON is Python ${version:-of an unknown version}; the course needs 3.10 or newer:" \
+            "install one and run PYTHON=python3.12 ./course.sh ..." >&2
+        exit 2
+    fi
+}
+
 setup() {
+    check_python
+    # a .venv made by another interpreter (an upgrade, another PYTHON) is made again: reusing it mixes the two
+    if [ -e "$VENV" ]; then
+        local want have
+        want=$(python_id "$PYTHON")
+        have=$(python_id "$VENV/bin/python" || true)
+        if [ "$have" != "$want" ]; then
+            echo "rebuilding .venv: it was made by ${have:-a Python that no longer runs}, PYTHON is $want" >&2
+            rm -rf "$VENV"
+        fi
+    fi
     if [ ! -x "$VENV/bin/python" ]; then
         "$PYTHON" -m venv "$VENV"
     fi
@@ -97,11 +129,15 @@ case "${1:-}" in
         export PATH="$VENV/bin:$PATH"
         python -m grader doctor
         # unit tests, kernel compiles (sm_75/80/90 where nvcc exists), then every
-        # solution notebook executed under nbval (outputs that vary are ignored: --nbval-lax)
-        python -m pytest -q -ra tests
+        # solution notebook executed under nbval (outputs that vary are ignored: --nbval-lax).
+        # Both stages run whatever the first gives; the exit status is the first failure's.
+        status=0
+        python -m pytest -q -ra tests || status=$?
         if compgen -G "solutions/*.ipynb" >/dev/null; then
-            python -m pytest -q -ra --nbval-lax solutions/
+            python -m pytest -q -ra --nbval-lax solutions/ || { rc=$?; [ "$status" != 0 ] || status=$rc; }
         fi
+        [ "$status" = 0 ] || echo "course.sh test: failed (exit $status): see the summaries above" >&2
+        exit "$status"
         ;;
     torch-args)  # what setup would pass to pip for torch, one per line (for checking TORCH/TORCH_INDEX)
         torch_args

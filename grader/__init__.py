@@ -10,10 +10,29 @@ In a notebook:
 On the command line: python -m grader list | doctor | check | profile | batch | bench.
 """
 
-from . import profile
-from .binding import load, resolve_backend
+import importlib
+import importlib.util
+
 from .errors import CannotGrade, CompileError, GraderError, KernelError, LauncherError, SubmissionError
-from .exercises import EXERCISES
+
+# Imported on first use (PEP 562), not here: they need numpy and torch, and `python -m grader doctor`,
+# which says when those are missing, must run on the standard library alone.
+_LAZY = {"load": "binding", "resolve_backend": "binding", "EXERCISES": "exercises"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif not name.startswith("_") and importlib.util.find_spec(f".{name}", __name__):
+        value = importlib.import_module(f".{name}", __name__)  # grader.profile, grader.exercises ... as before
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # the next lookup is a plain one
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | {"profile"})
 
 
 def check(exercise: str, source_or_path, *, backend: str = "auto", display: bool = True, **kw):

@@ -76,6 +76,7 @@ GRADING_MODULES = (
     "binding.py",
     "timing.py",
     "errors.py",
+    "bounded.py",
 )
 
 
@@ -105,6 +106,20 @@ def load_gradebook(path: Path) -> dict[str, dict]:
     except (OSError, ValueError, KeyError, csv.Error):
         return {}
     return {r["student_id"]: r for r in rows if "student_id" in r}
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """CannotGrade (exit 2) now, before any grading, when `path` cannot be written (its folder is made)."""
+    what = f"{flag} {path}: cannot write there"
+    if path.is_dir():
+        raise CannotGrade(f"{what} (a folder of that name exists)")
+    probe = path.with_name(path.name + ".tmp")  # what the writers write, then rename
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise CannotGrade(f"{what} ({e.strerror or e})") from None
 
 
 def write_gradebook(path: Path, rows: list[dict], meta: dict) -> None:
@@ -147,6 +162,9 @@ _OUTCOMES = [
             "no .cu file",
             "several candidate files",
             "not a readable notebook",
+            "a notebook may be at most",
+            "several files marked",
+            "is a link to a file outside",
             "cannot be read",
             "cell is not valid Python",
             "does not set SOURCE",
@@ -166,6 +184,10 @@ _OUTCOMES = [
 ]
 
 
+ACCESS_MISS = "misses this exercise's idea"  # grade._verdict_access's message when a bound is missed
+ACCESS_MISSED = "misses the access bound (CPU)"
+
+
 def outcome(row: dict) -> str:
     """One word for the gradebook and the summary: passed, too slow, hang, wrong results, ..."""
 
@@ -176,6 +198,8 @@ def outcome(row: dict) -> str:
     if yes(row.get("passed")):
         return "passed"
     if yes(row.get("correct")):
+        if ACCESS_MISS in msg:  # the CPU backend's verdict: no timing, the access counts decided (grade.py)
+            return ACCESS_MISSED
         return "too slow" if "too slow" in msg else "timing not accepted"
     return next((name for keys, name in _OUTCOMES if any(k in msg for k in keys)), "wrong results")
 
@@ -251,6 +275,10 @@ def _row(
         "evidence": r.evidence if r and r.compiled else "",
     }
     row["outcome"] = outcome(row)
+    if row["outcome"] == ACCESS_MISSED:  # the counts decided, not correctness alone (grade: evidence of a pass)
+        from .profile import EVIDENCE_CPU
+
+        row["evidence"] = EVIDENCE_CPU
     return row
 
 
@@ -270,8 +298,10 @@ def run_batch(
     per_gpu: int = 2,
     require_gpu: bool = False,
     shard: tuple[int, int] | None = None,
+    one: bool = False,
 ) -> list[dict]:
     """Grade every submission in `root` into the gradebook `out` (CSV; JSON beside it).
+    one: `root` is one student's upload (Gradescope), graded as a student folder: one row.
     require_gpu: only timed GPU verdicts (CannotGrade on a machine without a GPU).
     shard=(I, N): only share I of N (grader.merge), the JSON records the roster for `merge`."""
     from . import binding, exercises, forbidden, grade, sandbox, toolchain
@@ -300,11 +330,12 @@ def run_batch(
         raise CannotGrade(f"--out {out}: name the CSV gradebook (e.g. grades.csv); the JSON is written beside it")
     # the workers see neither the submissions nor the gradebook; its folder is made now, so that the
     # sandbox's policy (what it hides) is the same for the whole run
-    out.parent.mkdir(parents=True, exist_ok=True)
+    for path in (out, out.with_suffix(".json")):
+        check_writable(path, "--out")
     sandbox.hide(root, out.parent)
     jobs = jobs or max(1, (os.cpu_count() or 2))
     version = grader_version()
-    subs = discover(root, exercise)
+    subs = discover(root, exercise, one=one)
     roster = [s.student_id for s in subs]
     if shard:
         from . import merge
@@ -450,6 +481,7 @@ def main(args) -> int:
         if Path(args.out).suffix.lower() != ".json":
             raise CannotGrade(f"--format gradescope: --out names Gradescope's results.json, not {args.out}")
         gradebook = str(Path(args.out).with_name(Path(args.out).stem + "-gradebook.csv"))
+        check_writable(Path(args.out), "--out")
     rows = run_batch(
         args.exercise,
         args.dir,
@@ -465,6 +497,7 @@ def main(args) -> int:
         per_gpu=getattr(args, "per_gpu", 2),
         require_gpu=getattr(args, "require_gpu", False),
         shard=shard,
+        one=fmt == "gradescope",  # results.json is one student's: the upload is their folder
     )
     if fmt == "gradescope":
         from . import lms

@@ -22,8 +22,8 @@ from types import SimpleNamespace
 
 import torch
 
-from . import contract, toolchain
-from .errors import CannotGrade, KernelError, LauncherError, SubmissionError
+from . import contract, forbidden, toolchain
+from .errors import CannotGrade, Forbidden, KernelError, LauncherError, SubmissionError
 
 _MODULES: dict[str, "KernelModule"] = {}  # build key -> loaded module (custom ops are global)
 
@@ -54,6 +54,9 @@ def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
         raise CannotGrade(f"{path} is a folder: give one kernel file (or use `batch` for a folder)")
     if not path.is_file():
         raise CannotGrade(f"{path}: no such file")
+    big = forbidden.too_large(path.stat().st_size)  # refused unread (grader.forbidden.MAX_BYTES)
+    if big:
+        raise Forbidden(forbidden.message([big], display_name(path.name)))
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
@@ -103,6 +106,16 @@ def load(
     return _MODULES[build.key]
 
 
+def missing_launcher_message(exercise: str, name: str) -> str:
+    """What a kernel file lacking launcher `name` of `exercise` is told."""
+    (launcher,) = [l for l in contract.launchers(exercise) if l.name == name]
+    return (
+        f"launcher `{name}` not found. The {exercise!r} exercise needs\n"
+        f'    extern "C" {launcher.signature}\n'
+        'spelt exactly so, with extern "C" (C++ would otherwise mangle the name).'
+    )
+
+
 @contextlib.contextmanager
 def captured_c_stdout(enabled: bool = True):
     """Copy what C code writes to fd 1 (kernel printf) into sys.stdout, which Jupyter shows."""
@@ -150,11 +163,7 @@ class KernelModule:
         try:
             fn = getattr(self._lib, launcher.name)
         except AttributeError:
-            raise LauncherError(
-                f"launcher `{launcher.name}` not found. The {self.exercise!r} exercise needs\n"
-                f'    extern "C" {launcher.signature}\n'
-                'spelt exactly so, with extern "C" (C++ would otherwise mangle the name).'
-            ) from None
+            raise LauncherError(missing_launcher_message(self.exercise, launcher.name)) from None
         fn.argtypes, fn.restype = launcher.argtypes, None
         return fn
 

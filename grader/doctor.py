@@ -11,6 +11,7 @@ The checks are the functions in CHECKS, in order; each reads and adds to a share
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import re
@@ -21,6 +22,8 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .errors import CannotGrade, GraderError
 
 
 @dataclass
@@ -42,6 +45,7 @@ class Machine:
     nvcc: str | None = None
     compiler_ok: bool = False
     backend: str = "cpu"
+    cache_ok: bool = True  # built kernels can be written
     extra: dict = field(default_factory=dict)
 
 
@@ -209,6 +213,18 @@ def check_ninja(m: Machine):
     return Finding("ninja", "not found", warn=True, fix="Only notebook 02 (load_inline) needs it: pip install ninja.")
 
 
+def check_scikit_learn(m: Machine):
+    if importlib.util.find_spec("sklearn"):
+        return Finding("sklearn", "installed (scikit-learn)")
+    return Finding(
+        "sklearn",
+        "not installed (scikit-learn)",
+        warn=True,
+        fix="Only notebook 08 needs it (its handwritten digits): pip install scikit-learn "
+        "(./course.sh lab installs it: the course extra).",
+    )
+
+
 def check_system(m: Machine):
     system = platform.system()
     if system == "Darwin":
@@ -260,7 +276,11 @@ def check_backend(m: Machine):
 def check_cache(m: Machine):
     from . import toolchain
 
-    return Finding("cache", str(toolchain.cache_dir()))
+    try:
+        return Finding("cache", str(toolchain.cache_dir()))
+    except CannotGrade as e:
+        m.cache_ok = False
+        return Finding("cache", "cannot be written", ok=False, fix=str(e))
 
 
 def check_sandbox(m: Machine):
@@ -283,15 +303,14 @@ def check_sandbox(m: Machine):
 
 def check_selftest(m: Machine):
     """Build a reference kernel with the CPU backend and check one product: the whole path works."""
-    if m.torch is None or not m.compiler_ok:
+    if m.torch is None or not m.compiler_ok or not m.cache_ok:
         return Finding(
             "selftest",
-            "skipped (no torch or no usable g++)",
+            "skipped (no torch, no usable g++ or no cache)",
             ok=False,
             fix="Fix the problems above, then run doctor again.",
         )
     from . import binding, exercises
-    from .errors import GraderError
 
     ex = exercises.EXERCISES["naive"]
     torch = m.torch
@@ -326,6 +345,7 @@ CHECKS = [
     check_nvcc,
     check_compiler,
     check_ninja,
+    check_scikit_learn,
     check_system,
     check_colab,
     check_backend,
@@ -340,7 +360,10 @@ def findings(selftest: bool = True) -> list[Finding]:
     for check in CHECKS:
         if check is check_selftest and not selftest:
             continue
-        got = check(m)
+        try:
+            got = check(m)
+        except GraderError as e:  # a problem a check runs into (the cache, for the sandbox's paths): said, not raised
+            got = Finding(check.__name__.removeprefix("check_"), "could not be checked", ok=False, fix=str(e))
         out.extend(got if isinstance(got, list) else [got] if got else [])
     return out
 

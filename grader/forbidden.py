@@ -508,22 +508,27 @@ def _includes(code: str) -> list[tuple[int, str, str]]:
     return found
 
 
+def too_large(size: int) -> Problem | None:
+    """The Problem of a kernel file of `size` bytes when it is over MAX_BYTES (readers check the size
+    before reading: a file is refused without ever being held in memory)."""
+    if size <= MAX_BYTES:
+        return None
+    return Problem(
+        1,
+        f"{size / 1e6:.1f} MB",
+        f"a kernel file may be at most {MAX_BYTES / 1e6:g} MB: compute tables in code rather than writing them out",
+    )
+
+
 def scan(source: str, timeout: float | None = None) -> list[Problem]:
     """Everything forbidden in `source`, in order of lines, one per line (empty list: may be compiled).
 
     A file over MAX_BYTES, or one whose scan outlasts `timeout` seconds (default: the compile time limit,
     toolchain.COMPILE_TIMEOUT_S), is refused with one Problem that says so.
     """
-    size = len(source.encode("utf-8", "surrogatepass"))
-    if size > MAX_BYTES:
-        return [
-            Problem(
-                1,
-                f"{size / 1e6:.1f} MB",
-                f"a kernel file may be at most {MAX_BYTES / 1e6:g} MB: "
-                "compute tables in code rather than writing them out",
-            )
-        ]
+    big = too_large(len(source.encode("utf-8", "surrogatepass")))
+    if big:
+        return [big]
     if timeout is None:
         from .toolchain import COMPILE_TIMEOUT_S  # here, not at the top: toolchain imports this module's users
 

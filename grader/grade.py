@@ -296,7 +296,15 @@ def _start_early(exercise: str, backend: str, timed: bool, gpu: int | None, gpu_
         return None
     pool = ThreadPoolExecutor(1)
     warm = {"backend": backend, "exercise": exercise, "timed": timed}
-    future = pool.submit(sandbox.start_worker, gpu=gpu, warm=warm)
+
+    def start():
+        if backend == "cuda":  # the runner's CUDA context comes up while the compiler runs, too
+            from .runner.build import runner_binary
+
+            warm["runner"] = str(runner_binary(backend))
+        return sandbox.start_worker(gpu=gpu, warm=warm)
+
+    future = pool.submit(start)
     pool.shutdown(wait=False)
     return future
 

@@ -3,7 +3,8 @@ notebooks' first cell.
 
     from grader.lab import setup; BACKEND = setup()   # prints the backend and GPU; returns "cuda" or "cpu"
     from grader import lab
-    lab.measured_tflops({"naive (01)": "naive"})   # the committed H200 figures
+    lab.measured_tflops({"01_naive.cu": "naive"})  # the committed H200 figures
+    lab.h200_figures()                             # every H200 figure the notebooks quote
     lab.time_gemms({"mine": mod}, 2048)            # GPU only: timed now, against cuBLAS
 """
 
@@ -96,7 +97,7 @@ def setup_cell(repo: str | None = None, branch: str = BRANCH) -> str:
         "        sys.path.insert(0, str(pathlib.Path.cwd().parent))\n"
         "    else:\n"
         '        subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
-        f'"{install_url(repo, branch)}"], check=True)\n'
+        f'"{install_url(repo, branch)}", "ninja"], check=True)  # ninja: load_inline (02); Colab lacks it\n'
         "    importlib.invalidate_caches()\n"
         "    import grader\n"
         "from grader.lab import setup\n"
@@ -153,6 +154,30 @@ def measured_tflops(names: dict[str, str], shape: str = "4096x4096x4096") -> dic
 
     rows = {r["kernel"]: r["tflops"] for r in h200_results("gemm", shape)}
     return {label: rows[k] for label, k in names.items() if k in rows}
+
+
+def h200_figures(shape: str = "4096x4096x4096") -> dict:
+    """The H200 figures the notebooks quote, read from kernels/results/ (their one source, so that text,
+    tables and charts agree; tests/test_notebooks.py checks each quoted figure against them):
+    tflops and pct_cublas {bench kernel: at `shape`} (h200.json, `python -m grader bench`); copy_TBs and
+    fp32_peak_TFLOPs (h200_machine.json, notebook 00's run); relu {row: ...} (h200_capstone.json);
+    training (h200_training.json, notebook 08's step)."""
+    import json
+
+    from . import machine
+    from .plots import RESULTS_DIR, h200_results
+    from .training import training_measured
+
+    gemm = {r["kernel"]: r for r in h200_results("gemm", shape)}
+    run = machine.h200()
+    return {
+        "tflops": {k: r["tflops"] for k, r in gemm.items()},
+        "pct_cublas": {k: r["pct_of_baseline"] for k, r in gemm.items() if k != "cublas"},
+        "copy_TBs": machine.copy_tbs(run),
+        "fp32_peak_TFLOPs": machine.fp32_peak_tflops(run),
+        "relu": json.loads((RESULTS_DIR / "h200_capstone.json").read_text())["relu"]["rows"],
+        "training": training_measured(),
+    }
 
 
 def time_gemms(kernels: dict, n: int) -> dict[str, float]:

@@ -2,8 +2,8 @@
 
 Gradescope (https://gradescope-autograders.readthedocs.io/en/latest/specs/): the autograder's
 `run_autograder` writes /autograder/results/results.json. `batch --format gradescope --out
-/autograder/results/results.json` writes it from the batch's rows: one test per check of each
-submission (correct on the test shapes; fast enough), each with score, max_score, status and
+/autograder/results/results.json` writes it from the upload, graded as one student's folder: one test
+per check (correct on the test shapes; fast enough), each with score, max_score, status and
 output, and the total as score. examples/gradescope/ holds a run_autograder and setup.sh.
 
 GitHub Classroom: its command grader awards a test's points when the command exits 0, and
@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+from .profile import EVIDENCE_CPU
 
 # Points of each check, out of a submission's max_score 1 (the gradebook's score: 1 passed, 0.5 correct)
 CORRECT_POINTS = 0.5
@@ -51,6 +53,12 @@ def gradescope_tests(row: dict, prefix: str = "") -> list[dict]:
             f"{float(row['speedup']):.2f}x the baseline, threshold {float(row['threshold']):.2f}x"
             if row.get("speedup") not in (None, "")
             else "not timed (the kernel is not correct)"
+        )
+    elif row.get("evidence") == EVIDENCE_CPU:  # the CPU backend judged the access counts (batch sets it on a miss)
+        speed = (
+            "not timed: on the CPU backend these points go to a correct kernel whose memory access counts "
+            "meet the exercise's bounds"
+            + (": this one misses the access bound (CPU)" if correct and not passed else "")
         )
     else:
         speed = "not measured: graded on the CPU backend (correctness only), so a correct kernel gets these points"

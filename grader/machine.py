@@ -284,3 +284,27 @@ def h200(path: str | os.PathLike | None = None) -> dict:
     """The committed H200 run of benchmarks/gpu_machine.py. Its "status" is "measured", or
     "placeholder" while no H200 run has been committed (then the figures are None)."""
     return json.loads(Path(path or RESULTS).read_text())
+
+
+# An SM's four sub-partitions have 32 FP32 lanes each: at most 128 FMAs per cycle (NVIDIA's H100 whitepaper).
+FP32_LANES_PER_SM = 128
+
+
+def plausible_fma_rates(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(kept, left out): fma_rate rows at most FP32_LANES_PER_SM per cycle, and those above it, which only
+    a timing error can give (the committed run timed a block with warp 0's clock alone: 207 at 16 warps)."""
+    kept = [r for r in rows if r["fma_per_cycle"] <= FP32_LANES_PER_SM]
+    return kept, [r for r in rows if r not in kept]
+
+
+def fp32_peak_tflops(run: dict) -> float:
+    """SMs x 128 FP32 lanes x 2 FLOP (an FMA) x the max SM clock nvidia-smi reported, in TFLOP/s."""
+    max_mhz = float(run["nvidia_smi_before"].split(",")[1].split()[0])  # "SM clock, max SM clock, ..."
+    return run["gpu"]["sms"] * FP32_LANES_PER_SM * 2 * max_mhz * 1e6 / 1e12
+
+
+def copy_tbs(run: dict) -> float | None:
+    """The run's copy bandwidth from HBM: the best of its buffers of 256 MB and more (far past the
+    60 MB L2), read + write, in TB/s; None without a bandwidth sweep."""
+    rates = [r["GBs"] for r in run.get("bandwidth_sweep") or [] if r["bytes"] >= 256 * MB]
+    return max(rates) / 1e3 if rates else None

@@ -114,8 +114,15 @@ def merge(out, parts) -> list[dict]:
 
 def main(args) -> int:
     rows = merge(args.out, args.parts)
+    ungraded = [r["student_id"] for r in rows if str(r.get("message", "")).startswith("could not grade")]
     print(
         f"merged {len(args.parts)} shard(s): {len(rows)} students -> {args.out} "
         f"(+ {Path(args.out).with_suffix('.json').name})"
+        + (
+            f"; {len(ungraded)} could not be graded ({', '.join(ungraded[:5])}{' ...' if len(ungraded) > 5 else ''}): "
+            "rerun their shards' batch with the same --out (only those rows are graded again), then merge again"
+            if ungraded
+            else ""
+        )
     )
     return 0

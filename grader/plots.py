@@ -1,5 +1,6 @@
 """The course's plots, one call each from a notebook. Every function returns the Figure
-(closed, so Jupyter shows it once, as the cell's value).
+(closed, so Jupyter shows it once, as the cell's value; inside an `if` or a loop it is no cell's
+value, so wrap it in display(...): tests/test_notebooks.py checks every notebook does).
 
     from grader import plots
     plots.ladder({"naive": 5.3, "tiled": 8.1}, ref=49.8)
@@ -92,18 +93,21 @@ def roofline(
     xs = np.logspace(-2, 3, 200)
     ax.loglog(xs, np.minimum(peak_tflops, bandwidth_tbs * xs), color="black", lw=2)
     ridge = peak_tflops / bandwidth_tbs
+    # the floor: below every roof and dot drawn (a CPU's c = a + b sits near 0.001 TFLOP/s), else 1e-2
+    seen = [min(peak_tflops, bandwidth_tbs * x) for x in points.values()] + list((measured or {}).values())
+    floor = min([1e-2] + [v / 3 for v in seen if v > 0])
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.text(ridge * 1.1, peak_tflops * 0.03, f"ridge\n{ridge:.1f} FLOP/B", fontsize=8, color="gray")
     for i, (name, x) in enumerate(points.items()):
         c = COLORS[i % len(COLORS)]
         roof = min(peak_tflops, bandwidth_tbs * x)
-        ax.plot([x, x], [1e-2, roof], color=c, lw=1.5, alpha=0.6)
+        ax.plot([x, x], [floor, roof], color=c, lw=1.5, alpha=0.6)
         ax.plot([x], [roof], "^", color=c, label=f"{name}: {x:.3g} FLOP/B, roof {roof:.3g}")
         if measured and name in measured:
             ax.plot([x], [measured[name]], "o", color=c, ms=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("TFLOP/s")
-    ax.set_ylim(1e-2, peak_tflops * 2)
+    ax.set_ylim(floor, peak_tflops * 2)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or f"roofline: {peak_tflops:g} TFLOP/s, {bandwidth_tbs:g} TB/s")
@@ -150,6 +154,44 @@ def banks(panels: dict[str, list[int]], n_banks: int = 32, title=None):
         ax.grid(True, alpha=0.3)
     if title:
         fig.suptitle(title)
+    return _done(fig)
+
+
+def register_banks(ffmas, n_banks: int = 2, title=None):
+    """FFMAs in issue order (grader.sass.Ffma, analysed): one column each, rows a, b, c; each source
+    register coloured by its bank and hatched when the reuse cache serves it; a red x above an FFMA
+    whose register-file reads conflict, an orange o where the reuse cache avoided a conflict."""
+    from matplotlib.patches import Patch, Rectangle
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.19 * len(ffmas) + 1.5), 2.5))
+    if not ffmas:
+        ax.text(0.5, 0.5, "no FFMA to draw", ha="center", va="center", transform=ax.transAxes)
+    for x, f in enumerate(ffmas):
+        for row, (op, bank, cached) in enumerate(zip(f.sources, f.banks, f.cached)):
+            if op.reg is None:
+                continue
+            color = COLORS[bank % len(COLORS)]
+            face, hatch = ("white", "////") if cached else (color, None)
+            ax.add_patch(Rectangle((x, 2 - row), 0.92, 0.9, facecolor=face, edgecolor=color, hatch=hatch, lw=0.8))
+            ax.text(x + 0.46, 2 - row + 0.45, op.reg, ha="center", va="center", fontsize=5.5)
+        if f.conflict or f.conflict_without_reuse:
+            mark, c = ("x", "#d62728") if f.conflict else ("o", "#ff7f0e")
+            ax.plot(x + 0.46, 3.3, mark, color=c, ms=4, mfc="none")
+    ax.set_xlim(-0.2, len(ffmas) + 0.2)
+    ax.set_ylim(-0.2, 3.7)
+    ax.set_yticks([2.45, 1.45, 0.45], ["a", "b", "c"])
+    ax.set_xlabel("FFMA, in issue order (d = a·b + c); the number in a cell: its register")
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
+    handles = [Patch(color=COLORS[b], label=f"bank {b}") for b in range(n_banks)]
+    handles.append(Patch(facecolor="white", edgecolor="gray", hatch="////", label="from the reuse cache"))
+    handles.append(plt.Line2D([], [], ls="", marker="x", color="#d62728", label="conflict"))
+    handles.append(plt.Line2D([], [], ls="", marker="o", mfc="none", color="#ff7f0e", label="conflict avoided"))
+    ax.legend(
+        handles=handles, ncol=len(handles), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False
+    )
+    if title:
+        ax.set_title(title, fontsize=9, pad=22)
     return _done(fig)
 
 

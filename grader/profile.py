@@ -114,6 +114,7 @@ class Profile:
     trace: list | None = None
     # sampled launches whose blocks do not stand for the rest: what they loaded, scaled, against every block's
     unrepresentative: list = field(default_factory=list)
+    wrong: str = ""  # run(check=False) of a kernel whose outputs are wrong: what the check found, per output
 
     def as_dict(self, trace: bool = False) -> dict:
         d = asdict(self)
@@ -569,13 +570,16 @@ def run(
     trace: bool = False,
     resources: bool = True,
     budget: int = DEFAULT_BUDGET,
+    check: bool = True,
 ) -> Profile:
     """Profile a kernel file on the CPU backend (see the module docstring).
 
     shape: (M, N, K) or (M, N); None: the exercise's profile shape. blocks: "sample" (about
     `budget` blocks per launch from `seed`, edge blocks included, counts scaled), "all", or a list
     of (bx, by, bz). resources: add registers/spills/shared memory from nvcc -Xptxas -v (if nvcc).
-    The kernel's outputs are checked against float64 first: a wrong kernel's counts mean nothing.
+    The kernel's outputs are checked against float64 first: a wrong kernel's counts mean nothing, so
+    it raises KernelError; check=False profiles it anyway and says what is wrong in `wrong` (the
+    widgets draw a wrong kernel's accesses, to debug it).
     """
     from . import binding, checks, submissions, worker
     from .errors import KernelError
@@ -594,14 +598,12 @@ def run(
         outs = worker.run_case(mod, shape, case.inputs)
     finally:
         raw = take(mod, trace)
-    for name in case.expected:
-        problem = checks.compare(case, name, outs[name])
-        if problem:
-            raise KernelError(
-                f"the kernel is wrong at {'x'.join(map(str, shape))}, so its profile means nothing:\n"
-                + problem.describe(shape)
-            )
+    dims = "x".join(map(str, shape))
+    wrong = "\n".join(p.describe(shape) for p in (checks.compare(case, n, outs[n]) for n in case.expected) if p)
+    if wrong and check:
+        raise KernelError(f"the kernel is wrong at {dims}, so its profile means nothing:\n{wrong}")
     prof = from_raw(exercise, shape, raw, str(mod.build.path), filename)
+    prof.wrong = wrong
     if resources:
         prof.resources = _resources(source, exercise, filename)
     return prof

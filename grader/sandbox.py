@@ -321,8 +321,12 @@ def start_worker(
         os.close(fd)
     worker = Worker(child, stdin_w, r_fd, log, scratch, f"/proc/self/fd/{layout[2]}" if gpu_lock else None)
     if warm:
+        arrays = None
+        if warm.get("runner"):  # the native runner, started at once: its CUDA context comes up meanwhile
+            arrays = {"runner": np.fromfile(warm["runner"], dtype=np.uint8)}
+            warm = warm | {"runner": True}
         try:
-            protocol.send(stdin_w, {"warm": warm})  # a few bytes: the pipe's buffer holds them
+            protocol.send(stdin_w, {"warm": warm}, arrays)  # the worker reads it first thing
         except OSError:
             pass  # it died already: run() reports how
     return worker
@@ -352,15 +356,19 @@ class Worker:
         request = request | {"token": token}
         if isinstance(request.get("timing"), dict):
             request["timing"] = dict(request["timing"])
+        if request.get("lib") and not request.get("runner"):  # the native program the submission runs in
+            from .runner.build import runner_binary
+
+            request["runner"] = str(runner_binary(request.get("backend", "cpu")))
         # every library the worker loads, as (where in the request, path): sent as bytes after the request
-        files = [((k,), request[k]) for k in ("lib", "baseline_lib") if request.get(k)]
+        files = [((k,), request[k]) for k in ("lib", "baseline_lib", "runner") if request.get(k)]
         files += [
             (("timing", k), request["timing"][k])
             for k in ("lib", "baseline_lib")
             if isinstance(request.get("timing"), dict) and request["timing"].get(k)
         ]
         for (*outer, key), path in files:
-            if not outer:  # the build key (the library's folder)
+            if not outer and key.endswith("lib"):  # the build key (the library's folder)
                 request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
         request["files"] = [list(where) for where, _ in files]
         if self.lock_path:

@@ -23,7 +23,9 @@ cell (before the next kernel cell) that does (SOURCE = SOURCE.replace(...), SOUR
 refused with the line that does it. The graded text keeps the cell's line numbers (blank lines
 in front), and messages call it "NAME.ipynb (kernel cell)". In a student folder
 with several candidate files, one with a kernel cell / marker line for the exercise
-wins, else one whose name contains the exercise, else the only one. Whatever cannot be
+wins, else one whose name contains the exercise, else the only one; of several, the one nearest the
+folder's top (kernel.cu before old/kernel.cu), and several marked ones equally near are refused. A
+link that leads outside the student's folder (or a top-level one outside DIR) is refused. Whatever cannot be
 read becomes a Submission with a `problem` that says why, never an exception.
 """
 
@@ -40,6 +42,10 @@ from .errors import SubmissionError
 
 MARKER = re.compile(r"^\s*//\s*grader:\s*(\w+)\s*$")
 SOURCE_SUFFIXES = (".cu", ".ipynb")
+# A notebook is parsed (json, then ast for its cells) in a limited child (grader.bounded): a crafted cell
+# of 1 MB took 430 MB and 1.5 s of ast in the grader's process. The course's notebooks are under 0.5 MB.
+MAX_NOTEBOOK_BYTES = 20_000_000
+NOTEBOOK_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -132,6 +138,8 @@ def _literal_cell(exercise: str, src: str) -> KernelCell | SubmissionError:
 
     try:
         tree = ast.parse(src)
+    except (MemoryError, RecursionError):  # the parser's own nesting limits (`-` * 10**6 + `1`)
+        return SubmissionError(f"its `# kernel: {exercise}` cell is nested too deeply for Python to parse")
     except (SyntaxError, ValueError) as e:
         return SubmissionError(
             f"its `# kernel: {exercise}` cell is not valid Python (line {e.lineno or 0}: {getattr(e, 'msg', e)}); "
@@ -223,10 +231,7 @@ def notebook_kernel(nb_text: str, exercise: str) -> str | None:
 
 def notebook_source(path: Path, exercise: str) -> str:
     """The kernel file in notebook `path` for `exercise`; SubmissionError says why there is none."""
-    try:
-        cell = _kernel_cells(json.loads(path.read_text(encoding="utf-8"))).get(exercise)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
+    cell = notebook_cells(path).get(exercise)
     if cell is None:
         raise SubmissionError(
             f"{path.name} has no kernel cell for {exercise}: a code cell whose first line is "
@@ -236,6 +241,45 @@ def notebook_source(path: Path, exercise: str) -> str:
     if isinstance(cell, SubmissionError):
         raise SubmissionError(f"{path.name}: {cell}")
     return cell.as_graded
+
+
+def notebook_cells(path: Path) -> dict[str, KernelCell | SubmissionError]:
+    """_kernel_cells of the notebook at `path`, read in a child with a time and memory limit (grader.bounded);
+    SubmissionError when it is too large, not a notebook, or its reading went past a limit."""
+    from . import bounded
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_NOTEBOOK_BYTES:
+            raise SubmissionError(
+                f"{path.name} is {size / 1e6:.1f} MB; a notebook may be at most {MAX_NOTEBOOK_BYTES / 1e6:g} MB "
+                "(clear its outputs: Edit > Clear Outputs of All Cells)"
+            )
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SubmissionError(f"{path.name} is not a readable notebook ({e})") from None
+    except OSError as e:
+        raise SubmissionError(f"{path.name} cannot be read ({e.strerror})") from None
+    try:
+        found = bounded.call("grader.submissions", "_cells_json", text, timeout=NOTEBOOK_TIMEOUT_S)
+    except bounded.LimitExceeded as e:
+        raise SubmissionError(f"{path.name} is not a readable notebook (reading it stopped: {e})") from None
+    if isinstance(found, str):
+        raise SubmissionError(f"{path.name} is not a readable notebook ({found})")
+    return {k: KernelCell(*v[1:]) if v[0] == "cell" else SubmissionError(v[1]) for k, v in found.items()}
+
+
+def _cells_json(text: str) -> dict | str:
+    """_kernel_cells of a notebook's text as JSON (grader.bounded): {exercise: ["cell", source, first line]
+    or ["error", message]}, or why the text is not a notebook."""
+    try:
+        cells = _kernel_cells(json.loads(text))
+    except (ValueError, RecursionError) as e:
+        return str(e)
+    return {
+        k: ["cell", v.source, v.first_line] if isinstance(v, KernelCell) else ["error", str(v)]
+        for k, v in cells.items()
+    }
 
 
 def kernel_filename(path: Path) -> str:
@@ -282,7 +326,12 @@ def _read(path: Path, exercise: str) -> Submission:
             return Submission(sid, path, notebook_source(path, exercise))
         except SubmissionError as e:
             return Submission(sid, path, None, str(e))
+    from . import forbidden  # here: notebooks are read in a child that need not compile its patterns
+
     try:
+        big = forbidden.too_large(path.stat().st_size)  # refused unread: a file of gigabytes is never loaded
+        if big:
+            return Submission(sid, path, None, forbidden.message([big], path.name))
         data = path.read_bytes()
     except OSError as e:
         return Submission(sid, path, None, f"{path.name} cannot be read ({e.strerror})")
@@ -292,34 +341,59 @@ def _read(path: Path, exercise: str) -> Submission:
         return Submission(sid, path, data)
 
 
-def _pick(files: list[Path], exercise: str) -> Path | None:
+_MARKER_BYTES = 1 << 16  # the marker is on one of the first 20 lines
+
+
+def _pick(files: list[Path], exercise: str, folder: Path) -> Path | SubmissionError | None:
+    """The file of a student folder to grade: by the first rule that has hits (marked for the exercise;
+    named after it; a .cu file), the one hit nearest the folder's top. SubmissionError when several marked
+    files are equally near; None when no rule picks one."""
     def marked(p: Path) -> bool:
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
         if p.suffix.lower() == ".ipynb":
             try:
-                return exercise in _kernel_cells(json.loads(text))
-            except (ValueError, RecursionError):
+                return exercise in notebook_cells(p)
+            except SubmissionError:
                 return False
-        return any((m := MARKER.match(line)) and m.group(1) == exercise for line in text.splitlines()[:20])
+        try:
+            with p.open("rb") as f:
+                head = f.read(_MARKER_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return False
+        return any((m := MARKER.match(line)) and m.group(1) == exercise for line in head.splitlines()[:20])
+
+    def depth(p: Path) -> int:
+        return len(p.relative_to(folder).parts)
 
     for rule in (marked, lambda p: exercise in p.stem, lambda p: p.suffix.lower() == ".cu"):
         hits = [p for p in files if rule(p)]
-        if len(hits) == 1 or (hits and rule is marked):
-            return sorted(hits)[-1]
+        nearest = [p for p in hits if depth(p) == min(map(depth, hits))]
+        if len(nearest) == 1:  # kernel.cu before old/kernel.cu
+            return nearest[0]
+        if nearest and rule is marked:
+            shown = ", ".join(str(p.relative_to(folder)) for p in nearest[:5])
+            return SubmissionError(
+                f"several files marked `// grader: {exercise}` (or with its kernel cell) at the same level "
+                f"({shown}): keep the marker in the one to grade"
+            )
     return files[0] if len(files) == 1 else None
 
 
-def discover(root: Path, exercise: str) -> list[Submission]:
-    """Every submission under root, sorted by student id."""
+def discover(root: Path, exercise: str, one: bool = False) -> list[Submission]:
+    """Every submission under root, sorted by student id. one: root is one student's upload (Gradescope's
+    submission folder), graded as a student folder."""
+    if one:
+        subs: list[Submission] = []
+        try:
+            _discover_entry(root, exercise, subs, root)
+        except Exception as e:  # noqa: BLE001 — a row, never a traceback
+            subs.append(Submission(root.name, None, None, f"{root.name}/ cannot be read ({type(e).__name__}: {e})"))
+        return subs
     subs = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
         try:
-            _discover_entry(entry, exercise, subs)
+            _discover_entry(entry, exercise, subs, root)
         except Exception as e:  # noqa: BLE001 — one unreadable entry never stops the batch
             subs.append(Submission(entry.stem, None, None, f"{entry.name} cannot be read ({type(e).__name__}: {e})"))
     # alice.cu and alice.ipynb are two submissions: name them by file so neither row is lost
@@ -330,11 +404,35 @@ def discover(root: Path, exercise: str) -> list[Submission]:
     return subs
 
 
-def _discover_entry(entry: Path, exercise: str, subs: list[Submission]) -> None:
-    """Append the submission in `entry` (a file, or a student folder) to subs, if it holds one."""
+def _leaves(path: Path, folder: Path) -> bool:
+    """Whether `path` (through its links) is outside `folder`: a zip can carry a link to any file."""
+    try:
+        return not path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a loop of links
+        return True
+
+
+def _link_refused(sid: str, path: Path, folder: Path, shown: str) -> Submission:
+    return Submission(
+        sid,
+        None,
+        None,
+        f"{shown} is a link to a file outside {folder.name}/: refused (submit the file itself, not a link)",
+    )
+
+
+def _discover_entry(entry: Path, exercise: str, subs: list[Submission], root: Path) -> None:
+    """Append the submission in `entry` (a file, or a student folder) to subs, if it holds one. Nothing
+    outside `root` (a top-level entry) or outside the student's folder is graded through a link."""
     if entry.is_file() and entry.suffix.lower() in SOURCE_SUFFIXES:
-        subs.append(_read(entry, exercise))
+        if _leaves(entry, root):
+            subs.append(_link_refused(entry.stem, entry, root, entry.name))
+        else:
+            subs.append(_read(entry, exercise))
     elif entry.is_dir():
+        if entry != root and _leaves(entry, root):
+            subs.append(_link_refused(entry.name, entry, root, entry.name + "/"))
+            return
         files = sorted(
             p
             for p in entry.rglob("*")
@@ -342,8 +440,14 @@ def _discover_entry(entry: Path, exercise: str, subs: list[Submission]) -> None:
             and p.suffix.lower() in SOURCE_SUFFIXES
             and not any(part.startswith(".") for part in p.relative_to(entry).parts)
         )
-        chosen = _pick(files, exercise) if files else None
-        if chosen is None:
+        linked = [p for p in files if _leaves(p, entry)]
+        if linked:
+            subs.append(_link_refused(entry.name, linked[0], entry, f"{entry.name}/{linked[0].relative_to(entry)}"))
+            return
+        chosen = _pick(files, exercise, entry) if files else None
+        if isinstance(chosen, SubmissionError):
+            subs.append(Submission(entry.name, None, None, f"{entry.name}/: {chosen}"))
+        elif chosen is None:
             why = (
                 "no .cu file or notebook"
                 if not files

@@ -54,9 +54,21 @@ extern "C" const char* grader_error_string(int e) { return cudaGetErrorString((c
 
 
 def cache_dir() -> Path:
-    """Where built libraries live: $GRADER_CACHE, else ~/.cache/gemm-course."""
-    root = os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "gemm-course"
-    return Path(root)
+    """Where built libraries live: $GRADER_CACHE, else ~/.cache/gemm-course. Made when missing;
+    CannotGrade (exit 2) when it cannot be made or written: the machine's problem, not the kernel's."""
+    root = Path(os.environ.get("GRADER_CACHE") or Path.home() / ".cache" / "gemm-course")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        writable = os.access(root, os.W_OK | os.X_OK)
+        why = "not writable"
+    except OSError as e:
+        writable, why = False, e.strerror or type(e).__name__
+    if not writable:
+        raise CannotGrade(
+            f"the grader's cache {root} cannot be used ({why}): set GRADER_CACHE to a folder you can "
+            "write, e.g. export GRADER_CACHE=/tmp/gemm-course-cache"
+        )
+    return root
 
 
 # ---------------------------------------------------------------------------- nvcc

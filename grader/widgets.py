@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import io
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -91,7 +92,8 @@ def accesses(trace) -> list[Access]:
 def profile_of(source, exercise: str, shape=None, blocks="all"):
     """grader.profile.run, cached per (source, exercise, shape, blocks); with the trace unless
     blocks is "sample". shape None: the widget's small shape (SHAPES), or, when sampling, the
-    exercise's profile shape."""
+    exercise's profile shape. A kernel whose outputs are wrong is profiled too (its `wrong` says
+    how): what a wrong kernel touches is what helps to debug it."""
     if not isinstance(source, (str, Path)):
         return source  # already a profile
     from .submissions import read
@@ -102,7 +104,7 @@ def profile_of(source, exercise: str, shape=None, blocks="all"):
     if key not in _CACHE:
         from . import profile
 
-        p = profile.run(exercise, text, shape, blocks=blocks, trace=blocks != "sample", resources=False)
+        p = profile.run(exercise, text, shape, blocks=blocks, trace=blocks != "sample", resources=False, check=False)
         p._widget_source = text
         if p.trace is not None:
             p.trace = accesses(p.trace)
@@ -206,16 +208,19 @@ def thread_data(p, block, thread) -> dict[str, dict]:
     shapes = buffer_shapes(p.exercise, p.shape)
     ext = shared_extent(acc)
     reads, writes, block_writes = defaultdict(Counter), defaultdict(Counter), defaultdict(set)
+    touched = set()  # the block's buffers: drawn for each of its threads, even one that touches none
     for a in acc:
         if a.block != block:
             continue
+        touched.add(a.buffer)
         for _, tid, off, size in a.lanes:
             if tid == thread:
                 (reads if a.op == "ld" else writes)[a.buffer].update(_elements(off, size))
             if a.op == "st" and a.space == "global":
                 block_writes[a.buffer].update(_elements(off, size))
     panels = {}
-    names = [b for b in shapes if b in reads or b in writes] + sorted(b for b in ext if b in reads or b in writes)
+    names = [b for b in shapes if b in touched] + sorted(b for b in ext if b in touched)
+    idle = not any(reads.values()) and not any(writes.values())
     for name in names:
         shared = name not in shapes
         rows, cols = (-(-ext[name] // 32), 32) if shared else shapes[name]
@@ -227,7 +232,9 @@ def thread_data(p, block, thread) -> dict[str, dict]:
                 ("written", [_cell(i, cols) for i in w - r]),
                 ("read and written", [_cell(i, cols) for i in r & w]),
             ],
-            "note": f"{sum(reads[name].values())} element reads, {sum(writes[name].values())} writes",
+            "note": "this thread touches nothing"
+            if idle
+            else f"{sum(reads[name].values())} element reads, {sum(writes[name].values())} writes",
             "xlabel": "bank" if shared else "column",
             "ylabel": "128-byte row" if shared else "row",
         }
@@ -525,8 +532,8 @@ def _kernels(source, exercise, others) -> dict:
 
 
 def _friendly(fn):
-    """A kernel that does not compile or is wrong has no profile worth drawing: say so in one
-    message (the grader's own, with its fix) instead of a traceback, and return None."""
+    """A kernel that does not compile, or faults, has no trace to draw: say so in one message (the
+    grader's own, with its fix) instead of a traceback, and return None. (A wrong kernel is drawn.)"""
     import functools
 
     @functools.wraps(fn)
@@ -536,10 +543,20 @@ def _friendly(fn):
         try:
             return fn(*args, **kw)
         except GraderError as e:
-            print(f"grader.widgets.{fn.__name__}: nothing to draw until the kernel compiles and is correct.\n{e}")
+            print(f"grader.widgets.{fn.__name__}: nothing to draw until the kernel compiles and runs to its end.\n{e}")
             return None
 
     return wrapper
+
+
+def _wrong(p, label: str = "your kernel") -> str:
+    """For a wrong kernel's profile: a printed warning (it shows in static outputs too), and the same
+    as an HTML line for a widget's caption; "" for a correct one."""
+    if not getattr(p, "wrong", ""):
+        return ""
+    say = f"{label} is wrong ({p.wrong.splitlines()[0]})"
+    print(f"warning: {say}. Drawn anyway: what it touches shows where it goes wrong.")
+    return f"<div style='color:#c62828'>{html.escape(say)}: drawn anyway.</div>"
 
 
 def _png(fig) -> bytes:
@@ -612,7 +629,7 @@ def thread_map(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0,
             thread_data(p, b, t), title=f"{exercise}, {_shape_text(p.shape)}: thread {t[:2]} of block {b[:2]}"
         )
 
-    return _make_view()(controls, draw)
+    return _make_view()(controls, draw, caption=_wrong(p))
 
 
 @_friendly
@@ -674,7 +691,7 @@ def warp_view(source, exercise: str, shape=None, *, line=None, buffer=None, spac
             f"occurrence {a.occurrence}: {d['say']}",
         )
 
-    return _make_view()([pick, blk, wp, occ], draw, caption=_per_line_caption(p))
+    return _make_view()([pick, blk, wp, occ], draw, caption=_wrong(p) + _per_line_caption(p))
 
 
 @_friendly
@@ -697,7 +714,7 @@ def tile_walk(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 
             f" (thread {t[:2]}'s shared reads in green)",
         )
 
-    return _make_view()([c for c in (st, tx, ty) if c.max > 0] or [st], draw)
+    return _make_view()([c for c in (st, tx, ty) if c.max > 0] or [st], draw, caption=_wrong(p))
 
 
 @_friendly
@@ -725,7 +742,7 @@ def mask_bits(source, exercise: str = "relu_mask", shape=None):
             title=f"{exercise}, {_shape_text(p.shape)}: block {b[:2]}, warp {wp}, its mask store #{o}",
         )
 
-    return _make_view()([pick], draw)
+    return _make_view()([pick], draw, caption=_wrong(p))
 
 
 @_friendly
@@ -736,17 +753,24 @@ def roofline(
     shape=None,
     *,
     measured="auto",
-    peak_tflops: float = 66.9,
-    bandwidth_tbs: float = 4.0,
+    peak_tflops: float | None = None,
+    bandwidth_tbs: float | None = None,
 ):
     """The kernel's point (and `others`', as in `compare`) on the roofline: intensity from its
     counted global bytes per FLOP (sampled blocks at the exercise's profile shape); on a GPU
     ("auto") its measured TFLOP/s as dots. Tick kernels in or out. Roof: the H200's FP32 peak
-    and measured copy bandwidth, unless given."""
+    and copy bandwidth as notebook 00 measured them (grader.lab.h200_figures), unless given."""
     import ipywidgets as w
+
+    from .lab import h200_figures
+
+    h200 = h200_figures()
+    peak_tflops = peak_tflops or h200["fp32_peak_TFLOPs"]
+    bandwidth_tbs = bandwidth_tbs or h200["copy_TBs"]
 
     kernels = _kernels(source, exercise, others)
     profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
+    caption = "".join(_wrong(p, k) for k, p in profs.items())
     points = {k: intensity(p) for k, p in profs.items() if intensity(p)}
     if measured == "auto":
         measured = measured_tflops(kernels)
@@ -764,7 +788,7 @@ def roofline(
             xlabel="FLOP per byte of the global-memory sectors the warps request (counted)",
         )
 
-    return _make_view()(boxes, draw)
+    return _make_view()(boxes, draw, caption=caption)
 
 
 @_friendly
@@ -786,6 +810,8 @@ def compare(
     kernels = _kernels(source, exercise, others)
     names = names or LESSON.get(exercise)
     profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
+    for k, p in profs.items():
+        _wrong(p, k)
     table = {k: figures(p, names) for k, p in profs.items()}
     for label, d in (extra or {}).items():
         table[label] = {FIGURES.get(k, k): float(v) for k, v in d.items()}

@@ -1,26 +1,30 @@
-// 07b_gemm_relu_warptile.cu — gemm_relu beyond the course: 05's warp-tiled, pipelined GEMM with bias + ReLU + mask
-// fused into its epilogue (the same tiles and pipeline as 05). Measured level with 05 + a separate pass, not faster (kernels/README.md).
+// 07b_gemm_relu_warptile.cu — gemm_relu beyond the course: 05's warp-tiled, pipelined GEMM with
+// bias + ReLU + mask fused into its epilogue.
 //
-// What changed from 05: only the epilogue. The main loop leaves each thread 8 x 16 sums in
-// registers (as in 05); the pipeline's 97 KB of shared memory is then free, so the block stages
-// its 128 x 256 tile there in two halves of 128 columns. Each warp then walks whole rows of a
-// half: lane l takes 4 consecutive columns, adds bias, applies max(., 0), stores C (512 contiguous
-// bytes per row) and builds the row's 4 mask words from 4 __ballot_sync, exactly like 06's float4
-// forward. The 64 x 64 fallback tile (small outputs; GPUs with less shared memory) keeps a
-// register epilogue: a thread's 4 columns form a nibble, and the 8 lanes that share a row OR
-// their nibbles together with 3 __shfl_xor_sync. -DSTAGED_EPILOGUE=0 uses it for the big tile too.
-// Why faster than GEMM + a separate ReLU: the separate pass reads C and writes Y and the mask
-// again (8.125 B per element of C: 136 MB at 4096^2, ~35 us at 4 TB/s, plus a launch); fused,
-// the extra work is a shared-memory round trip and a few instructions per element. At 4096^3 the
-// 2*M*N*K FLOPs take ~3 ms, so the separate pass is only ~1 % of the time; at K = 512 it is 4-7 % (measured).
+// What changed from 05_warptile_pipelined.cu: only the epilogue (and a bias copy that rides along
+// with the first K-tile; the -D switches below are the variants of benchmarks/gpu_fusion.py). Everything else is 05's text, character for character: the copy helpers,
+// the tile configuration, the main loop and the tuned tile sizes (tests/test_kernels.py compares
+// the two files, so 07b cannot fall behind 05 again as it once did).
+//  1. The bias slice of the block (BN floats) is copied into shared memory behind the pipeline's
+//     stages with cp.async, in the first K-tile's commit group: it has landed when tile 0 has, so
+//     the epilogue reads it from shared memory instead of waiting on global memory.
+//  2. Epilogue, in registers: each thread adds the bias to its 8 x 16 sums, applies max(., 0)
+//     and stores C exactly where 05 stores it (one float4 per sub-tile row).
+//  3. The mask. A 32-bit word covers 32 consecutive columns of a row = 8 lanes x 4 columns. Each
+//     thread packs the 4 sign bits of each of its 32 float4 into a nibble, 8 nibbles per register,
+//     and the 8 lanes of a word transpose their 8 x 8 nibbles with 3 __shfl_xor_sync per register
+//     (12 per thread instead of 3 per nibble, 96): each lane then holds 4 finished words and stores
+//     them, a row's 8 words of the block in one 32-byte sector.
+// Why it wins: the separate pass (07a) reads C and writes Y and the mask again (8.125 B per element:
+// 136 MB at 4096^2, 34-37 us on the H200), while the fused epilogue adds about 4 instructions per
+// element and the mask's 1/32 of C's bytes to a store the GEMM makes anyway.
+// Measured on the H200 (2026-12-03, benchmarks/gpu_fusion.py, kernels/results/h200_fusion_07b.txt;
+// M = N = 4096): 1.038 / 1.009 / 1.002 / 0.994x 05's GEMM alone at K = 256 / 512 / 1024 / 4096, and
+// 1.143 / 1.087 / 1.048 / 1.017x faster than 05 + the separate pass. At K = 256 the epilogue's ~600
+// extra instructions per thread (half-rate integer and compare work) cost ~2 us per wave of blocks:
+// one block per SM (229 registers) leaves nothing to overlap them with.
 // Layout (kernel-file contract): bias has N floats added to every row; mask is M x ceil(N/32)
 // uint32, bit (j % 32) of mask[i][j / 32] set exactly when C[i][j] > 0.
-// Measured on the H200 (2026-11-30, kernels/README.md, results/h200_fused_sweep.txt): 1.013-1.027x
-// the plain GEMM (05) at 4096^3 over 5 runs, within noise of 05 + a separate ReLU (1.004-1.017x);
-// at 4096 x 4096 x 512 1.04-1.07x, level with 05 + ReLU. The register epilogue on the big tile is
-// 1.03x. Its extra instructions are a few per element; the main loop is the same code (05's plain
-// store inside this file ran at 1.001x; the SASS loop has the same 4096 FFMA + 195 LDS), so the
-// likely cause is ptxas allocating the 250-register loop differently around that epilogue.
 #include <cuda_runtime.h>
 #include <cuda_pipeline.h>
 #include <cstdint>
@@ -64,26 +68,12 @@ __device__ __forceinline__ void waitAsyncGroups() {  // at most N_PENDING groups
 #endif
 }
 
-#ifndef STAGED_EPILOGUE
-#define STAGED_EPILOGUE 1  // 0: the register epilogue for every tile (the sweep's comparison)
-#endif
-__device__ __forceinline__ uint32_t spreadByteBy4(uint32_t byteBits) {  // bit i -> bit 4i, i < 8
-    uint32_t x = byteBits & 0xffu;
-    x = (x | (x << 12)) & 0x000f000fu;
-    x = (x | (x << 6)) & 0x03030303u;
-    x = (x | (x << 3)) & 0x11111111u;
-    return x;
-}
-
 // ------------------------------------------------------------------ the kernel
 constexpr int A_PAD = 4;       // floats of padding per row of the transposed A tile
 constexpr int SUB = 4;         // a thread's outputs come in SUB x SUB sub-tiles (one float4 wide)
 
-// Sweep switches (benchmarks/gpu_tune.py): explicit register double buffering of the fragments,
-// and grouped block rasterization for L2 reuse (0 = row-major block order).
-#ifndef FRAG_DB
-#define FRAG_DB 0
-#endif
+// Sweep switch (benchmarks/gpu_tune.py): grouped block rasterization for L2 reuse (0 = row-major
+// block order).
 #ifndef GROUP_M
 #define GROUP_M 0
 #endif
@@ -109,14 +99,37 @@ struct TileConfig {
     static_assert(STAGES >= 2, "at least double buffering");
 };
 
+// 8 x 8 transpose of nibbles across the 8 lanes of an aligned group (lane b = laneIdx % 8): on entry
+// nibble c of x is element [b][c], on return element [c][b]. Three butterfly steps (D = 4, 2, 1); in
+// each, a lane swaps with lane b ^ D the blocks of D nibbles whose position bit D differs from its lane bit D.
+template <int D>
+__device__ __forceinline__ uint32_t nibbleButterfly(uint32_t x, int b) {
+    constexpr uint32_t KEEP_LOW = D == 4 ? 0x0000ffffu : D == 2 ? 0x00ff00ffu : 0x0f0f0f0fu;  // positions with bit D clear
+    const bool upper = b & D;
+    const uint32_t keep = upper ? ~KEEP_LOW : KEEP_LOW;
+    const uint32_t sent = upper ? x << (4 * D) : x >> (4 * D);  // the blocks the partner keeps, moved into place
+    const uint32_t got = __shfl_xor_sync(0xffffffffu, sent, D);
+    return (x & keep) | (got & ~keep);
+}
+__device__ __forceinline__ uint32_t transposeNibbles8x8(uint32_t x, int b) {
+    return nibbleButterfly<1>(nibbleButterfly<2>(nibbleButterfly<4>(x, b), b), b);
+}
+
+// Sweep switches (benchmarks/gpu_fusion.py): where the bias comes from, and how the mask words are built.
+#ifndef BIAS_MODE
+#define BIAS_MODE 1  // 1: the epilogue adds it from shared memory (copied with tile 0); 0: from global
+#endif               // memory; 2: the sums start at the bias (no add; a slower main loop on the H200)
+#ifndef MASK_TRANSPOSE
+#define MASK_TRANSPOSE 1  // 0: 3 __shfl_xor_sync per nibble, as 07 does
+#endif
+
 // MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__).
-// EPI = false: the same kernel with a plain store of C (the `gemm` launcher, the fusion's baseline).
+// EPI = false: the same kernel with 05's plain store of C (the `gemm` launcher, the fusion's baseline).
 template <int BM, int BN, int BK, int LANE_ROWS, int SUB_M, int SUB_N, int STAGES, int MIN_BLOCKS, bool VEC, bool EPI>
 __global__ void __launch_bounds__(TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>::THREADS, MIN_BLOCKS)
 gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
                       int M, int N, int K) {
     using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>;
-    static_assert(Cfg::LANE_COLS == 8, "the mask epilogue needs 8 lanes x 4 columns = one 32-bit word");
     constexpr int THREADS = Cfg::THREADS, LANE_COLS = Cfg::LANE_COLS, TM = Cfg::TM, TN = Cfg::TN;
     constexpr int WM = Cfg::WM, WN = Cfg::WN, AS_STRIDE = Cfg::AS_STRIDE;
     constexpr int SUB_ROWS = WM / SUB_M, SUB_COLS = WN / SUB_N;  // distance between sub-tiles
@@ -143,38 +156,58 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
 
     const int numTiles = (K + BK - 1) / BK;
 
-    // Issue the copies of K-tile `tileIdx` into stage `stage` (no wait).
-    auto loadTile = [&](int stage, int tileIdx) {
+    // The copies of one K-tile, split into LOAD_UNITS per thread: A_UNITS of A (one float each) and
+    // B_UNITS of B (one float4 each). What does not change from tile to tile is computed once here.
+    constexpr int A_UNITS = BM * BK / THREADS, B_UNITS = BK * BN / (4 * THREADS);
+    constexpr int LOAD_UNITS = A_UNITS + B_UNITS;
+    static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "a thread keeps its k (A) and column (B)");
+    // A tile BM x BK: a warp reads 32 consecutive floats of 32/BK rows (coalesced) and stores them
+    // transposed, As[k][row]. Unit u: row aRow0 + u * A_ROW_STEP, k aK (the same in every unit).
+    constexpr int A_ROW_STEP = THREADS / BK;
+    const int aK = threadIdx.x % BK, aRow0 = threadIdx.x / BK;
+    const float* aSrc = A + (size_t)min(blockRow + aRow0, M - 1) * K + aK;  // clamped: never out of A
+    const size_t aUnitStride = (size_t)A_ROW_STEP * K;
+    // B tile BK x BN in float4 granules: unit u: k bK0 + u * B_K_STEP, columns bCol .. bCol+3.
+    constexpr int B_K_STEP = THREADS / (BN / 4);
+    const int bK0 = threadIdx.x / (BN / 4), bColIn = 4 * (threadIdx.x % (BN / 4));
+    const int bCol = blockCol + bColIn;
+    const float* bSrc = B + (size_t)bK0 * N + bCol;
+
+    // Issue copy `u` of K-tile `tileIdx` into stage `stage` (no wait). checked == false: the caller
+    // knows the whole tile is inside A and B.
+    auto loadUnit = [&](int stage, int tileIdx, int u, bool checked) {
         float* As = smem + stage * Cfg::STAGE_FLOATS;
         float* Bs = As + BK * AS_STRIDE;
         const int kBase = tileIdx * BK;
-        // A tile BM x BK: element e -> (row e / BK, k e % BK); a warp reads 32 consecutive
-        // floats of 32/BK rows (coalesced) and stores them transposed, As[k][row].
-        #pragma unroll
-        for (int loadIdx = 0; loadIdx < BM * BK / THREADS; ++loadIdx) {
-            const int elem = threadIdx.x + loadIdx * THREADS;
-            const int innerRow = elem / BK, innerK = elem % BK;
-            const int aRow = blockRow + innerRow, aCol = kBase + innerK;
-            const bool valid = aRow < M && aCol < K;
-            copy4Async(&As[innerK * AS_STRIDE + innerRow], valid ? &A[(size_t)aRow * K + aCol] : A, valid);
-        }
-        // B tile BK x BN, float4 granules: element e -> (k e / (BN/4), col 4 * (e % (BN/4))).
-        #pragma unroll
-        for (int loadIdx = 0; loadIdx < BK * BN / (4 * THREADS); ++loadIdx) {
-            const int elem = threadIdx.x + loadIdx * THREADS;
-            const int innerK = elem / (BN / 4), innerCol = 4 * (elem % (BN / 4));
-            const int bRow = kBase + innerK, bCol = blockCol + innerCol;
-            float* dst = &Bs[innerK * BN + innerCol];
+        if (u < A_UNITS) {
+            const bool valid = !checked || (blockRow + aRow0 + u * A_ROW_STEP < M && kBase + aK < K);
+            copy4Async(&As[aK * AS_STRIDE + aRow0 + u * A_ROW_STEP], valid ? aSrc + u * aUnitStride + kBase : A, valid);
+        } else {
+            const int bu = u - A_UNITS, bRow = kBase + bK0 + bu * B_K_STEP;
+            const float* src = bSrc + (size_t)(kBase + bu * B_K_STEP) * N;
+            float* dst = &Bs[(bK0 + bu * B_K_STEP) * BN + bColIn];
             if (VEC) {  // N % 4 == 0: a granule is all in range or all out
-                const bool valid = bRow < K && bCol < N;
-                copy16Async(dst, valid ? &B[(size_t)bRow * N + bCol] : B, valid);
+                const bool valid = !checked || (bRow < K && bCol < N);
+                copy16Async(dst, valid ? src : B, valid);
             } else {
                 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
-                    const bool valid = bRow < K && bCol + j < N;
-                    copy4Async(dst + j, valid ? &B[(size_t)bRow * N + bCol + j] : B, valid);
+                    const bool valid = !checked || (bRow < K && bCol + j < N);
+                    copy4Async(dst + j, valid ? src + j : B, valid);
                 }
             }
+        }
+    };
+    const bool interiorMN = blockRow + BM <= M && blockCol + BN <= N;
+    auto loadTile = [&](int stage, int tileIdx) {
+        // Tiles wholly inside A and B (all but the edges) copy without bounds checks: 88.9 % of
+        // cuBLAS with the checks everywhere, 95.4 % without (sweep 5). The same branch for the block.
+        if (interiorMN && (tileIdx + 1) * BK <= K) {
+            #pragma unroll
+            for (int u = 0; u < LOAD_UNITS; ++u) loadUnit(stage, tileIdx, u, false);
+        } else {
+            #pragma unroll
+            for (int u = 0; u < LOAD_UNITS; ++u) loadUnit(stage, tileIdx, u, true);
         }
     };
 
@@ -184,6 +217,30 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
         #pragma unroll
         for (int j = 0; j < TN; ++j) threadResults[i][j] = 0.0f;
 
+    // 07b: the bias. Mode 1 (the default): the block's slice is copied behind the stages (the launcher
+    // adds BN floats of shared memory) in tile 0's commit group, which every thread waits for and
+    // passes a barrier after before the main loop. Mode 2: every sum starts at its column's bias
+    // instead of 0, so the epilogue has nothing to add; on the H200 ptxas then scheduled the main
+    // loop differently, 1.8 % slower at K = 4096 (kernels/README.md).
+    float* biasS = smem + STAGES * Cfg::STAGE_FLOATS;
+    if (EPI && BIAS_MODE == 2) {
+        #pragma unroll
+        for (int subN = 0; subN < SUB_N; ++subN)
+            #pragma unroll
+            for (int j = 0; j < SUB; ++j) {
+                const int c = blockCol + threadColOff + subN * SUB_COLS + j;
+                const float biasVal = c < N ? bias[c] : 0.0f;
+                #pragma unroll
+                for (int i = 0; i < TM; ++i) threadResults[i][subN * SUB + j] = biasVal;
+            }
+    }
+    if (EPI && BIAS_MODE == 1) {
+        for (int c = threadIdx.x; c < BN; c += THREADS) {
+            const bool valid = blockCol + c < N;
+            copy4Async(&biasS[c], valid ? bias + blockCol + c : bias, valid);
+        }
+    }
+
     // Prologue: start the first STAGES-1 tiles. One commit group per tile, even when empty,
     // so that "group kt is done" always means "tile kt has landed".
     #pragma unroll
@@ -192,55 +249,59 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
         commitAsyncGroup();
     }
 
+    // Fragments of k-step dotIdx of the tile in `stage`: TM floats of A (column dotIdx of the A tile), TN of B.
+    auto loadFragments = [&](float* regM, float* regN, int stage, int dotIdx) {
+        const float* As = smem + stage * Cfg::STAGE_FLOATS;
+        const float* Bs = As + BK * AS_STRIDE;
+        #pragma unroll
+        for (int s = 0; s < SUB_M; ++s)
+            *reinterpret_cast<float4*>(&regM[SUB * s]) =
+                *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff + s * SUB_ROWS]);
+        #pragma unroll
+        for (int s = 0; s < SUB_N; ++s)
+            *reinterpret_cast<float4*>(&regN[SUB * s]) =
+                *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff + s * SUB_COLS]);
+    };
+    auto multiply = [&](const float* regM, const float* regN) {  // the outer product of one k-step
+        #pragma unroll
+        for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
+            #pragma unroll
+            for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
+                threadResults[resIdxM][resIdxN] += regM[resIdxM] * regN[resIdxN];
+    };
+
+    // The fragments of k-step dotIdx+1 load while k-step dotIdx multiplies, across tile boundaries
+    // too: the one barrier per tile sits before the tile's last k-step, whose fragments are already
+    // in registers, so the first fragment loads of the next tile hide behind its 128 FFMAs.
+    float regM[2][TM], regN[2][TN];
+    waitAsyncGroups<STAGES - 2>();  // tile 0 has landed (this thread's copies) ...
+    __syncthreads();                // ... everyone's
+    if (numTiles > 0) loadFragments(regM[0], regN[0], 0, 0);
     for (int tileIdx = 0; tileIdx < numTiles; ++tileIdx) {
-        waitAsyncGroups<STAGES - 2>();  // this thread's copies of tile tileIdx have landed
-        __syncthreads();  // ... and everyone's; also: everyone finished computing tile tileIdx-1,
-                          // whose stage the next line refills
+        const int stage = tileIdx % STAGES;
+        // Refill the stage of tile tileIdx-1: everyone passed the barrier of tile tileIdx-1, after
+        // which nobody reads its stage (its last fragments were in registers before it).
         const int nextTile = tileIdx + STAGES - 1;
         if (nextTile < numTiles) loadTile(nextTile % STAGES, nextTile);
-        commitAsyncGroup();
-
-        const float* As = smem + (tileIdx % STAGES) * Cfg::STAGE_FLOATS;
-        const float* Bs = As + BK * AS_STRIDE;
-        // Fragments of k-step dotIdx: TM floats of A (column dotIdx of the A tile), TN of B.
-        auto loadFragments = [&](float* regM, float* regN, int dotIdx) {
-            #pragma unroll
-            for (int s = 0; s < SUB_M; ++s)
-                *reinterpret_cast<float4*>(&regM[SUB * s]) =
-                    *reinterpret_cast<const float4*>(&As[dotIdx * AS_STRIDE + threadRowOff + s * SUB_ROWS]);
-            #pragma unroll
-            for (int s = 0; s < SUB_N; ++s)
-                *reinterpret_cast<float4*>(&regN[SUB * s]) =
-                    *reinterpret_cast<const float4*>(&Bs[dotIdx * BN + threadColOff + s * SUB_COLS]);
-        };
-        if (FRAG_DB) {  // fragments of k-step dotIdx+1 load while k-step dotIdx multiplies
-            float regM[2][TM], regN[2][TN];
-            loadFragments(regM[0], regN[0], 0);
-            #pragma unroll
-            for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
-                if (dotIdx + 1 < BK) loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], dotIdx + 1);
-                #pragma unroll
-                for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
-                    #pragma unroll
-                    for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
-                        threadResults[resIdxM][resIdxN] += regM[dotIdx % 2][resIdxM] * regN[dotIdx % 2][resIdxN];
+        commitAsyncGroup();  // one group per tile (an empty one past the last tile)
+        #pragma unroll
+        for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
+            if (dotIdx + 1 < BK) {
+                loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], stage, dotIdx + 1);
+            } else if (tileIdx + 1 < numTiles) {
+                waitAsyncGroups<STAGES - 2>();  // tile tileIdx+1 has landed (this thread's copies) ...
+                __syncthreads();                // ... everyone's, and everyone is past its fragment loads of this tile
+                loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], (tileIdx + 1) % STAGES, 0);
             }
-        } else {
-            #pragma unroll
-            for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
-                float regM[TM], regN[TN];
-                loadFragments(regM, regN, dotIdx);
-                #pragma unroll
-                for (int resIdxM = 0; resIdxM < TM; ++resIdxM)
-                    #pragma unroll
-                    for (int resIdxN = 0; resIdxN < TN; ++resIdxN)
-                        threadResults[resIdxM][resIdxN] += regM[resIdxM] * regN[resIdxN];
-            }
+            multiply(regM[dotIdx % 2], regN[dotIdx % 2]);
         }
     }
-    waitAsyncGroups<0>();  // no copy may still be writing shared memory: the epilogue reuses it
+    static_assert(BK % 2 == 0, "k-step 0 of every tile uses register buffer 0");
+    waitAsyncGroups<0>();  // no copy may still be writing shared memory when the block exits
 
-    if constexpr (!EPI) {  // `gemm`: C as it is, one float4 per sub-tile row (05's store)
+    if constexpr (!EPI) {
+        // Epilogue: registers -> C. Sub-tile (subM, subN) holds rows threadRowOff + subM*SUB_ROWS + 0..3
+        // and columns threadColOff + subN*SUB_COLS + 0..3 of the block tile.
         #pragma unroll
         for (int subM = 0; subM < SUB_M; ++subM)
             #pragma unroll
@@ -251,131 +312,92 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                 #pragma unroll
                 for (int subN = 0; subN < SUB_N; ++subN) {
                     const int cCol = blockCol + threadColOff + subN * SUB_COLS;
-                    const float* acc = threadResults[subM * SUB + i] + subN * SUB;
+                    const float* res = &threadResults[subM * SUB + i][subN * SUB];
                     if (VEC) {
-                        if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+                        if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
                     } else {
                         #pragma unroll
                         for (int j = 0; j < SUB; ++j)
-                            if (cCol + j < N) cPtr[cCol + j] = acc[j];
+                            if (cCol + j < N) cPtr[cCol + j] = res[j];
                     }
                 }
             }
         return;
-    }
-
-    const int W = (N + 31) / 32;  // mask words per row
-    constexpr int S_STRIDE = 128 + 4;  // floats per row of the staged half tile (+4: float4-aligned, no conflicts)
-    constexpr bool STAGE = STAGED_EPILOGUE && BN == 256 && WN == 128 && SUB_N == 4 &&
-                           BM * S_STRIDE <= STAGES * Cfg::STAGE_FLOATS;
-    if constexpr (STAGE) {
-        // Staged epilogue (the 128 x 256 tile). The pipeline's shared memory is free now: the
-        // accumulators go there in two halves of 128 columns (half h = sub-tiles 2h and 2h+1 of
-        // both warp columns), then each warp walks whole rows of the half: lane l takes staged
-        // columns 4l..4l+3, adds bias, applies ReLU, stores C (512 contiguous bytes per row) and
-        // builds the row's 4 mask words from 4 ballots, exactly as 06's float4 forward does.
-        __syncthreads();  // every warp has finished reading the last K-tile before it is overwritten
-        #pragma unroll
-        for (int half = 0; half < 2; ++half) {
+    } else {
+        // 07b's epilogue: C = relu(sums + bias), stored where 05 stores C, and the mask. A mask word is
+        // 32 columns = 8 lanes (laneCol % 8 = b = 0..7) x 4 columns of one sub-tile row.
+        static_assert(LANE_COLS % 8 == 0 && SUB == 4, "a mask word = the nibbles of 8 lanes of one row");
+        constexpr int GROUPS = SUB_M * SUB * SUB_N;  // float4 (= nibbles) per thread
+        static_assert(GROUPS % 8 == 0, "8 nibbles per register");
+        const int W = (N + 31) / 32;                 // mask words per row
+        const int b = laneIdx % 8;
+        if (BIAS_MODE == 1 && numTiles == 0) __syncthreads();  // K = 0: the main loop passed no barrier
+        // checked == false: the block's tile is wholly inside C (all but the edge blocks), so no
+        // row, column or mask-word test. The same branch for the whole block, as in loadTile.
+        auto epilogue = [&](bool checked) {
+            float biasVals[SUB_N][SUB];
+            #pragma unroll
+            for (int subN = 0; subN < SUB_N; ++subN)
+                #pragma unroll
+                for (int j = 0; j < SUB; ++j) {
+                    const int c = threadColOff + subN * SUB_COLS + j;
+                    if (BIAS_MODE == 1) biasVals[subN][j] = biasS[c];
+                    if (BIAS_MODE == 0) biasVals[subN][j] = !checked || blockCol + c < N ? bias[blockCol + c] : 0.0f;
+                }
+            uint32_t nibbles[GROUPS / 8] = {};  // group g = (subM * SUB + i) * SUB_N + subN: nibble g % 8 of register g / 8
             #pragma unroll
             for (int subM = 0; subM < SUB_M; ++subM)
                 #pragma unroll
-                for (int i = 0; i < SUB; ++i)
+                for (int i = 0; i < SUB; ++i) {
+                    const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
+                    const bool rowOk = !checked || cRow < M;
+                    float* cPtr = C + (size_t)cRow * N;
                     #pragma unroll
-                    for (int s = 0; s < 2; ++s) {
-                        const float* acc = threadResults[subM * SUB + i] + (2 * half + s) * SUB;
-                        const int row = threadRowOff + subM * SUB_ROWS + i;
-                        const int stagedCol = warpCol * 64 + s * 32 + laneCol * SUB;
-                        *reinterpret_cast<float4*>(&smem[row * S_STRIDE + stagedCol]) =
-                            make_float4(acc[0], acc[1], acc[2], acc[3]);
-                    }
-            __syncthreads();  // the whole half is staged before any warp reads other threads' values
-            // staged column c of this half is block column (c / 64) * 128 + half * 64 + c % 64
-            const int col0 = blockCol + (laneIdx / 16) * 128 + half * 64 + (laneIdx % 16) * 4;
-            float b[4];
-            #pragma unroll
-            for (int j = 0; j < 4; ++j) b[j] = col0 + j < N ? bias[col0 + j] : 0.0f;
-            for (int row = warpIdx; row < BM; row += THREADS / 32) {
-                const int cRow = blockRow + row;
-                const float4 acc = *reinterpret_cast<const float4*>(&smem[row * S_STRIDE + laneIdx * 4]);
-                float y[4] = {acc.x + b[0], acc.y + b[1], acc.z + b[2], acc.w + b[3]};
-                #pragma unroll
-                for (int j = 0; j < 4; ++j) y[j] = (y[j] > 0.0f && col0 + j < N) ? y[j] : 0.0f;
-                // the whole warp is on the same row here, so all 32 lanes vote
-                const uint32_t b0 = __ballot_sync(0xffffffffu, y[0] > 0.0f);
-                const uint32_t b1 = __ballot_sync(0xffffffffu, y[1] > 0.0f);
-                const uint32_t b2 = __ballot_sync(0xffffffffu, y[2] > 0.0f);
-                const uint32_t b3 = __ballot_sync(0xffffffffu, y[3] > 0.0f);
-                if (cRow >= M) continue;
-                float* cPtr = C + (size_t)cRow * N;
-                if (VEC) {
-                    if (col0 < N) *reinterpret_cast<float4*>(&cPtr[col0]) = make_float4(y[0], y[1], y[2], y[3]);
-                } else {
-                    #pragma unroll
-                    for (int j = 0; j < 4; ++j)
-                        if (col0 + j < N) cPtr[col0 + j] = y[j];
-                }
-                if (laneIdx < 4) {  // word q = lanes 8q..8q+7 = 32 consecutive columns
-                    const int shift = 8 * laneIdx;
-                    const int wordCol = (blockCol + (laneIdx / 2) * 128 + half * 64 + (laneIdx % 2) * 32) / 32;
-                    if (wordCol < W)
-                        mask[(size_t)cRow * W + wordCol] = spreadByteBy4(b0 >> shift) | (spreadByteBy4(b1 >> shift) << 1) |
-                                                           (spreadByteBy4(b2 >> shift) << 2) | (spreadByteBy4(b3 >> shift) << 3);
-                }
-            }
-            __syncthreads();  // every warp has read this half before the next half overwrites it
-        }
-    } else {
-        // Register epilogue (the small tile, or -DSTAGED_EPILOGUE=0). Sub-tile (subM, subN) holds
-        // rows threadRowOff + subM*SUB_ROWS + 0..3 and columns threadColOff + subN*SUB_COLS + 0..3
-        // of the block tile; SUB_COLS = 4 * LANE_COLS = 32, so the 8 lanes of one laneRow cover
-        // exactly one mask word per row and sub-tile.
-        static_assert(SUB_COLS == 32, "one sub-tile column band = one mask word");
-        float biasVals[SUB_N][SUB];
-        #pragma unroll
-        for (int subN = 0; subN < SUB_N; ++subN)
-            #pragma unroll
-            for (int j = 0; j < SUB; ++j) {
-                const int cCol = blockCol + threadColOff + subN * SUB_COLS + j;
-                biasVals[subN][j] = cCol < N ? bias[cCol] : 0.0f;
-            }
-        #pragma unroll
-        for (int subM = 0; subM < SUB_M; ++subM)
-            #pragma unroll
-            for (int i = 0; i < SUB; ++i) {
-                const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
-                const bool rowOk = cRow < M;
-                float* cPtr = C + (size_t)cRow * N;
-                #pragma unroll
-                for (int subN = 0; subN < SUB_N; ++subN) {
-                    const int cCol = blockCol + threadColOff + subN * SUB_COLS;
-                    float res[SUB];
-                    uint32_t nibble = 0;
-                    #pragma unroll
-                    for (int j = 0; j < SUB; ++j) {
-                        const float v = threadResults[subM * SUB + i][subN * SUB + j] + biasVals[subN][j];
-                        res[j] = v > 0.0f ? v : 0.0f;
-                        nibble |= (res[j] > 0.0f && cCol + j < N) ? (1u << j) : 0u;
-                    }
-                    if (rowOk) {
+                    for (int subN = 0; subN < SUB_N; ++subN) {
+                        const int g = (subM * SUB + i) * SUB_N + subN;
+                        const int cCol = blockCol + threadColOff + subN * SUB_COLS;
+                        float y[SUB];
+                        uint32_t nibble = 0;
+                        #pragma unroll
+                        for (int j = 0; j < SUB; ++j) {
+                            const float sum = threadResults[subM * SUB + i][subN * SUB + j];
+                            y[j] = fmaxf(BIAS_MODE == 2 ? sum : sum + biasVals[subN][j], 0.0f);
+                            nibble |= (y[j] > 0.0f && (!checked || cCol + j < N)) ? 1u << j : 0u;
+                        }
+                        if (MASK_TRANSPOSE) {
+                            nibbles[g / 8] |= nibble << (4 * (g % 8));
+                        } else {  // OR the nibbles of the word's 8 lanes: every lane is here (no early exit)
+                            uint32_t word = nibble << (4 * b);
+                            word |= __shfl_xor_sync(0xffffffffu, word, 1);
+                            word |= __shfl_xor_sync(0xffffffffu, word, 2);
+                            word |= __shfl_xor_sync(0xffffffffu, word, 4);
+                            const int wordCol = (cCol - 4 * b) / 32;
+                            if (b == 0 && rowOk && (!checked || wordCol < W)) mask[(size_t)cRow * W + wordCol] = word;
+                        }
+                        if (!rowOk) continue;
                         if (VEC) {
-                            if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
+                            if (!checked || cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(y[0], y[1], y[2], y[3]);
                         } else {
                             #pragma unroll
                             for (int j = 0; j < SUB; ++j)
-                                if (cCol + j < N) cPtr[cCol + j] = res[j];
+                                if (!checked || cCol + j < N) cPtr[cCol + j] = y[j];
                         }
                     }
-                    // OR the nibbles of the 8 lanes of this laneRow (lanes laneRow*8 .. +7): every
-                    // lane takes part (no lane returned early), so the full-warp shuffle mask is right.
-                    uint32_t word = nibble << (4 * laneCol);
-                    word |= __shfl_xor_sync(0xffffffffu, word, 1);
-                    word |= __shfl_xor_sync(0xffffffffu, word, 2);
-                    word |= __shfl_xor_sync(0xffffffffu, word, 4);
-                    const int wordCol = (blockCol + warpCol * WN + subN * SUB_COLS) / 32;
-                    if (laneCol == 0 && rowOk && wordCol < W) mask[(size_t)cRow * W + wordCol] = word;
+                }
+            if (MASK_TRANSPOSE) {
+                // After the transpose, lane b holds the word of group 8r + b of its 8 lanes (register r).
+                #pragma unroll
+                for (int r = 0; r < GROUPS / 8; ++r) {
+                    const uint32_t word = transposeNibbles8x8(nibbles[r], b);
+                    const int g = 8 * r + b, subN = g % SUB_N, i = (g / SUB_N) % SUB, subM = g / (SUB_N * SUB);
+                    const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
+                    const int wordCol = (blockCol + threadColOff - 4 * b + subN * SUB_COLS) / 32;
+                    if (!checked || (cRow < M && wordCol < W)) mask[(size_t)cRow * W + wordCol] = word;
                 }
             }
+        };
+        if (interiorMN) epilogue(false);
+        else            epilogue(true);
     }
 }
 
@@ -385,17 +407,18 @@ static bool launchConfig(const float* A, const float* B, const float* bias, floa
                          int M, int N, int K, cudaStream_t stream) {
     using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>;
     auto kernel = gemm_bias_relu_kernel<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES, MIN_BLOCKS, VEC, EPI>;
+    const int smemBytes = (int)Cfg::SMEM_BYTES + (EPI && BIAS_MODE == 1 ? BN * (int)sizeof(float) : 0);  // + the bias slice
     // Raise the dynamic shared-memory limit once per instantiation. A GPU with less shared memory
     // per block than this tile needs (a T4 allows 64 KB; the 128 x 256 x 32 tile takes 97 KB)
     // refuses: then the caller uses a smaller tile.
     static const cudaError_t attribute =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Cfg::SMEM_BYTES);
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes);
     if (attribute != cudaSuccess) {
         cudaGetLastError();  // clear the refusal: it is not the kernel's error
         return false;
     }
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    kernel<<<grid, Cfg::THREADS, Cfg::SMEM_BYTES, stream>>>(A, B, bias, C, mask, M, N, K);
+    kernel<<<grid, Cfg::THREADS, smemBytes, stream>>>(A, B, bias, C, mask, M, N, K);
     return true;
 }
 
@@ -410,7 +433,7 @@ static bool launchConfig(const float* A, const float* B, const float* bias, floa
 #define BIG_BK 32
 #endif
 #ifndef BIG_LANE_ROWS
-#define BIG_LANE_ROWS 4
+#define BIG_LANE_ROWS 2
 #endif
 #ifndef BIG_SUB_M
 #define BIG_SUB_M 2
@@ -433,25 +456,26 @@ static void launchAuto(const float* A, const float* B, const float* bias, float*
                        int M, int N, int K, cudaStream_t stream) {
     const long bigTiles = (long)((M + BIG_BM - 1) / BIG_BM) * ((N + BIG_BN - 1) / BIG_BN);
     if (bigTiles >= SMALL_TILE_THRESHOLD &&
-        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_SUB_M, BIG_SUB_N, BIG_STAGES, BIG_MIN_BLOCKS, VEC, EPI>(A, B, bias, C, mask, M, N, K, stream))
+        launchConfig<BIG_BM, BIG_BN, BIG_BK, BIG_LANE_ROWS, BIG_SUB_M, BIG_SUB_N, BIG_STAGES, BIG_MIN_BLOCKS, VEC, EPI>(
+            A, B, bias, C, mask, M, N, K, stream))
         return;
     // 64 x 64 block tile: 2 x 1 warps of 32 x 64, 64 threads (few big tiles, or too little shared memory)
     launchConfig<64, 64, 8, 4, 2, 2, 3, 4, VEC, EPI>(A, B, bias, C, mask, M, N, K, stream);
 }
 
-extern "C" void gemm_relu(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
-                          int M, int N, int K, cudaStream_t stream) {
-    const bool vec = (N % 4 == 0) &&
-                     ((reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C)) % 16 == 0);
-    if (vec) launchAuto<true, true>(A, B, bias, C, mask, M, N, K, stream);
-    else     launchAuto<false, true>(A, B, bias, C, mask, M, N, K, stream);
+static bool vectorized(const float* B, const float* C, int N) {  // 05's test for float4 copies of B and stores of C
+    return (N % 4 == 0) && ((reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C)) % 16 == 0);
 }
 
-// The same GEMM without the epilogue: what the grader times followed by a separate pass
-// (07a_bias_relu_pass.cu) against gemm_relu above.
+extern "C" void gemm_relu(const float* A, const float* B, const float* bias, float* C, uint32_t* mask,
+                          int M, int N, int K, cudaStream_t stream) {
+    if (vectorized(B, C, N)) launchAuto<true, true>(A, B, bias, C, mask, M, N, K, stream);
+    else                     launchAuto<false, true>(A, B, bias, C, mask, M, N, K, stream);
+}
+
+// 05's GEMM itself (the same kernel with EPI = false): what the grader times followed by a separate
+// pass (07a_bias_relu_pass.cu) against gemm_relu above.
 extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
-    const bool vec = (N % 4 == 0) &&
-                     ((reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C)) % 16 == 0);
-    if (vec) launchAuto<true, false>(A, B, nullptr, C, nullptr, M, N, K, stream);
-    else     launchAuto<false, false>(A, B, nullptr, C, nullptr, M, N, K, stream);
+    if (vectorized(B, C, N)) launchAuto<true, false>(A, B, nullptr, C, nullptr, M, N, K, stream);
+    else                     launchAuto<false, false>(A, B, nullptr, C, nullptr, M, N, K, stream);
 }

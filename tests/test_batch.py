@@ -320,3 +320,103 @@ def test_a_file_that_does_not_compile_is_compiled_once(tmp_path, monkeypatch):
     monkeypatch.setattr(cpu, "compile_library", lambda *a, **k: calls.append(1) or real(*a, **k))
     rows = batch.run_batch("naive", d, tmp_path / "g.csv", jobs=1, backend="cpu", progress=False)
     assert rows[0]["message"].startswith("does not compile") and len(calls) == 1
+
+
+def test_a_student_folder_is_graded_on_its_shallowest_marked_file(tmp_path):
+    """kernel.cu and old/kernel.cu both marked: kernel.cu was passed over for old/kernel.cu (the last of the
+    sorted paths). The nearest to the folder's top wins; two marked files equally near are refused."""
+    from grader import batch
+    from grader.submissions import discover
+
+    good = "// grader: naive\n" + (SUBS / "good_naive.cu").read_text()
+    for student, files in (("carol", ("kernel.cu", "old/kernel.cu", "old/older/v1.cu")), ("dan", ("a.cu", "b.cu"))):
+        for f in files:
+            (tmp_path / student / f).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / student / f).write_text(good)
+    (tmp_path / "erin" / "old").mkdir(parents=True)  # unmarked: named nearest wins too
+    (tmp_path / "erin" / "naive.cu").write_text(good[17:])
+    (tmp_path / "erin" / "old" / "naive.cu").write_text(good[17:])
+    subs = {s.student_id: s for s in discover(tmp_path, "naive")}
+    assert subs["carol"].path == tmp_path / "carol" / "kernel.cu"
+    assert subs["erin"].path == tmp_path / "erin" / "naive.cu"
+    assert subs["dan"].source is None and "several files marked `// grader: naive`" in subs["dan"].problem
+    assert "a.cu, b.cu" in subs["dan"].problem
+    assert batch.outcome({"message": subs["dan"].problem}) == "nothing to grade"
+
+
+def test_a_link_out_of_the_students_folder_is_refused(tmp_path):
+    """carol/kernel.cu -> kernels/01_naive.cu (a zip can carry the link) passed; now neither it, a folder
+    that is a link elsewhere, nor a top-level link out of DIR is graded. A link inside the folder is fine."""
+    from grader import batch
+    from grader.submissions import discover
+
+    ref = Path(__file__).resolve().parent.parent / "kernels" / "01_naive.cu"
+    d = tmp_path / "subs"
+    (d / "carol").mkdir(parents=True)
+    (d / "carol" / "kernel.cu").symlink_to(ref)
+    (d / "alice.cu").symlink_to(ref)
+    (d / "bob").symlink_to(ref.parent, target_is_directory=True)
+    (d / "dora" / "src").mkdir(parents=True)
+    (d / "dora" / "src" / "real.cu").write_text((SUBS / "good_naive.cu").read_text())
+    (d / "dora" / "naive.cu").symlink_to(d / "dora" / "src" / "real.cu")
+    subs = {s.student_id: s for s in discover(d, "naive")}
+    for sid, shown in (("carol", "carol/kernel.cu"), ("alice", "alice.cu"), ("bob", "bob/")):
+        assert subs[sid].source is None, sid
+        assert subs[sid].problem.startswith(f"{shown} is a link to a file outside"), subs[sid].problem
+        assert batch.outcome({"message": subs[sid].problem}) == "nothing to grade"
+    assert subs["dora"].source and subs["dora"].path.name == "naive.cu"
+
+
+def _access_miss_row(**kw):
+    from types import SimpleNamespace
+
+    from grader import batch
+    from grader.submissions import Submission
+
+    r = SimpleNamespace(
+        passed=False,
+        correct=True,
+        compiled=True,
+        speedup=None,
+        threshold=None,
+        pct_cublas=None,
+        hint="tile it",
+        evidence="correctness only",
+        message="correct, but the access profile at 256x256x256 misses this exercise's idea (CPU backend: 8 "
+        "blocks):\n  bytes_per_flop 2.0: the exercise needs at most 0.5",
+    )
+    return batch._row(Submission("ann", Path("ann.cu"), "x"), "tiled", "cpu", "k", "v", r)
+
+
+def test_a_kernel_that_misses_its_access_bound_is_called_so():
+    """It was "timing not accepted" with evidence "correctness only", and Gradescope said a correct
+    kernel gets the speed points: say what happened."""
+    from grader import lms
+
+    row = _access_miss_row()
+    assert row["outcome"] == "misses the access bound (CPU)"
+    assert row["evidence"] == "access counts (CPU, no timing)"
+    speed = lms.gradescope_results([row], {"exercise": "tiled", "backend": "cpu"})["tests"][1]
+    assert speed["score"] == 0 and "misses the access bound (CPU)" in speed["output"]
+    assert "a correct kernel gets these points" not in speed["output"] and "bytes_per_flop 2.0" in speed["output"]
+
+
+def test_batch_refuses_an_out_it_cannot_write_before_grading(tmp_path, capsys):
+    """--out naming a folder crashed with a traceback once the first verdict was written; --out under a
+    file, likewise. Both are checked first: exit 2, nothing graded."""
+    from grader import cli
+
+    d = tmp_path / "subs"
+    d.mkdir()
+    (d / "ann.cu").write_text("")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir.csv").mkdir()
+    for out, extra in (
+        (tmp_path / "adir.csv", []),
+        (tmp_path / "afile" / "grades.csv", []),
+        (tmp_path / "afile" / "results.json", ["--format", "gradescope"]),
+    ):
+        code = cli.main(["batch", "naive", str(d), "--out", str(out), "--backend", "cpu", "--quiet", *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and f"--out {out}" in err and "cannot write there" in err, (out, err)
+    assert not list(tmp_path.glob("**/*.json"))

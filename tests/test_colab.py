@@ -156,6 +156,11 @@ def test_every_solution_starts_with_the_same_bootstrap_and_the_repository_is_pyp
         assert lab.replace_bootstrap(first.source) == first.source
 
 
+def test_the_bootstrap_installs_ninja_which_colab_lacks_and_load_inline_needs():
+    pip = next(line for line in lab.setup_cell().splitlines() if '"pip", "install"' in line)
+    assert '"ninja"' in pip and lab.install_url() in pip, pip
+
+
 def test_readme_links_every_notebook_to_colab():
     readme = (ROOT / "README.md").read_text()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):

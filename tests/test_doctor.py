@@ -30,7 +30,7 @@ def _fake_tool(folder: Path, name: str, version_text: str) -> Path:
 def _grader(args, tmp_path, path: str, **env):
     """python -m grader ARGS in a child with the given PATH (and no $CXX unless given)."""
     e = {k: v for k, v in os.environ.items() if k != "CXX"}
-    e.update(PATH=path, PYTHONPATH=str(ROOT), GRADER_CACHE=str(tmp_path / "cache"), **env)
+    e.update({"PATH": path, "PYTHONPATH": str(ROOT), "GRADER_CACHE": str(tmp_path / "cache"), **env})
     return subprocess.run(
         [sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=e, cwd=tmp_path, timeout=300
     )
@@ -216,8 +216,62 @@ def test_ninja_missing_and_ninja_off_path(tmp_path, monkeypatch):
     assert f.warn and "not on PATH" in f.value and f"export PATH={venv_bin}" in f.fix
 
 
+# ---------------------------------------------------------------------------- what a notebook imports
+def test_missing_scikit_learn_is_named_with_notebook_08_and_the_fix(monkeypatch):
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" not in p])  # no installed packages
+    monkeypatch.delitem(sys.modules, "sklearn", raising=False)
+    f = _by_name(doctor.findings(selftest=False))["sklearn"]
+    assert f.warn and "not installed" in f.value and "notebook 08" in f.fix and "pip install scikit-learn" in f.fix
+
+
 # ---------------------------------------------------------------------------- the whole path
 def test_doctor_builds_and_runs_a_reference_kernel_on_the_cpu_backend(capsys):
     assert doctor.main() == 0
     out = capsys.readouterr().out
     assert "selftest 01_naive.cu built and run on the CPU backend: correct" in out and "ready." in out
+
+
+# ---------------------------------------------------------------------------- the standard library alone
+def test_doctor_runs_without_numpy_or_torch_and_says_what_is_missing(tmp_path):
+    """`import grader` must not need them: doctor is what tells a learner they are missing."""
+    run = (
+        "import runpy, sys\n"
+        "sys.modules.update(torch=None, numpy=None)  # import torch / numpy raise ImportError\n"
+        "sys.argv = ['grader', 'doctor']\n"
+        "runpy.run_module('grader', run_name='__main__', alter_sys=True)\n"
+    )
+    e = dict(os.environ, PYTHONPATH=str(ROOT), GRADER_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=e, cwd=tmp_path, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr  # a problem that stops the course
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "[FAIL] torch    not installed" in r.stdout and "pip install torch" in r.stdout
+    assert "[FAIL] selftest" in r.stdout and "[ok  ] g++" in r.stdout  # the other checks still ran
+
+
+def test_the_package_keeps_its_notebook_names():
+    import grader
+
+    assert callable(grader.load) and callable(grader.check) and callable(grader.profile.run)
+    assert "naive" in grader.EXERCISES and issubclass(grader.CompileError, grader.GraderError)
+    assert grader.exercises.KERNELS_DIR.is_dir()  # the notebooks' `grader.exercises.KERNELS_DIR`
+    assert set(grader.__all__) <= set(dir(grader))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        grader.no_such_name  # noqa: B018
+
+
+# ---------------------------------------------------------------------------- a cache that cannot be written
+@pytest.mark.parametrize("via", ["GRADER_CACHE", "HOME"])
+def test_an_unwritable_cache_is_could_not_grade_naming_grader_cache(tmp_path, via):
+    blocker = tmp_path / "a-file"  # a folder cannot be made inside a file, not even by root
+    blocker.write_text("")
+    env = (
+        {"GRADER_CACHE": str(blocker / "cache")}
+        if via == "GRADER_CACHE"
+        else {"GRADER_CACHE": "", "HOME": str(blocker)}
+    )
+    r = _grader(["check", "naive", str(REF), "--backend", "cpu"], tmp_path, path=os.environ["PATH"], **env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "GRADER_CACHE" in r.stderr and str(blocker) in r.stderr, r.stderr
+    d = _grader(["doctor"], tmp_path, path=os.environ["PATH"], **env)
+    assert d.returncode == 1 and "[FAIL] cache" in d.stdout and "GRADER_CACHE" in d.stdout, d.stdout + d.stderr
+    assert "Traceback" not in d.stderr, d.stderr

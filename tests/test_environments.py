@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CONDA_NAME = {"torch": None, "pre-commit": "pre-commit", "pyyaml": "pyyaml"}  # torch: pytorch-gpu / pytorch-cpu
+CONDA_NAME = {"torch": None, "pre-commit": "pre-commit", "pyyaml": "pyyaml", "build": "python-build"}  # torch: pytorch-gpu / pytorch-cpu
 
 
 def _requirements() -> set[str]:
@@ -42,3 +42,24 @@ def test_gpu_environment_pins_a_cuda_pair_and_cpu_has_no_cuda():
     gpu, cpu = _deps(ROOT / "environment.yml"), _deps(ROOT / "environment-cpu.yml")
     assert re.fullmatch(r"cuda-version=\d+\.\d+", gpu["cuda-version"]) and "pytorch-gpu" in gpu and "cuda-nvcc" in gpu
     assert "pytorch-cpu" in cpu and not any(k.startswith("cuda") for k in cpu)
+
+
+# ---------------------------------------------------------------------------- the instructors' set-ups
+# Ubuntu 24.04 (GitHub's ubuntu-latest, Gradescope's newer images) marks its Python externally managed
+# (PEP 668): the system pip refuses to install. Each set-up must install into an interpreter of its own.
+SYSTEM_PIP = re.compile(r"(?:^|[;&|]\s*|sudo\s+)(?:pip3?|python3?\s+-m\s+pip)\s+install\b", re.M)
+
+
+def test_github_classroom_installs_with_setup_pythons_pip():
+    steps = yaml.safe_load((ROOT / "examples" / "github-classroom" / "classroom.yml").read_text())["jobs"][
+        "run-autograding-tests"
+    ]["steps"]
+    uses = [str(s.get("uses", "")) for s in steps]
+    first_pip = next(i for i, s in enumerate(steps) if "pip" in str(s.get("with", {}).get("setup-command", "")))
+    assert any(u.startswith("actions/setup-python@") for u in uses[:first_pip]), uses
+
+
+def test_gradescope_setup_installs_into_a_venv():
+    script = (ROOT / "examples" / "gradescope" / "setup.sh").read_text()
+    assert "-m venv" in script
+    assert not SYSTEM_PIP.findall(script), SYSTEM_PIP.findall(script)

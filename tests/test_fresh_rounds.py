@@ -8,18 +8,25 @@ import pytest
 import torch
 
 from grader import contract, timing, worker
-from grader.checks import random_inputs
+from grader.runner.memory import Local, Remote
 
 
 def _setup(exercise, shape, seed=7):
+    """Inputs and outputs as buffers of this process (Local memory), and their FreshRounds."""
     dims = worker._dims(exercise, shape)
-    ins = random_inputs(exercise, shape, torch.Generator().manual_seed(seed))
+    mem = Local.plain(exercise)
+
+    def alloc(name):
+        dtype = torch.int32 if contract.is_mask(name) else torch.float32
+        return mem.alloc(name, [dims[d] for d in contract.SHAPES[name]], dtype, 0)
+
+    ins = {n: alloc(n) for n in worker._graded_inputs(exercise)}
     outs = {}
     for launcher in contract.LAUNCHERS[exercise]:
         for name in contract.outputs(launcher):
-            dtype = torch.int32 if contract.is_mask(name) else torch.float32
-            outs.setdefault(name, torch.empty([dims[d] for d in contract.SHAPES[name]], dtype=dtype))
-    return ins, outs, worker.FreshRounds(exercise, shape, ins, outs, seed)
+            outs.setdefault(name, alloc(name))
+    fr = worker.FreshRounds(exercise, shape, mem, ins, outs, seed)
+    return {n: mem.tensor(h) for n, h in ins.items()}, {n: mem.tensor(h) for n, h in outs.items()}, fr
 
 
 def _rounds(fr, kernel, n=5):
@@ -160,33 +167,56 @@ extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int
 """
 
 
-def test_time_kernels_checks_every_round_end_to_end(monkeypatch):
+@pytest.fixture(params=["here", "runner"])
+def where(request):
+    """Where the submission runs: a library of this process, or the native runner (as when graded)."""
+    runners = []
+
+    def place(mod, others=None):
+        if request.param == "here":
+            return mod
+        from grader.runner.build import runner_binary
+        from grader.runner.client import Runner
+
+        r = Runner(str(runner_binary("cpu")), "cpu")
+        runners.append(r)
+        for lib, m in (others or {}).items():
+            r.load(lib, str(m.build.path))
+        r.load("sub", str(mod.build.path))
+        return Remote(r, mod.exercise, "cpu", lib_path=str(mod.build.path))
+
+    yield place
+    for r in runners:
+        r.close()
+
+
+def test_time_kernels_checks_every_round_end_to_end(monkeypatch, where):
     from grader import binding
 
     _fake_gpu_timing(monkeypatch)
-    mod = binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu")
+    mod = where(binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu"))
     base = binding.load(KERNELS / "01_naive.cu", "tiled", backend="cpu")
     req = {"shape": [37, 29, 41], "seed": 5, "baseline": "lib", "max_seconds": 0.0}
-    times, rounds = worker.time_kernels(mod, base, req)
+    times, rounds = worker.time_kernels(mod, base, req, copy_device="cpu")
     assert set(times) == {"kernel", "baseline", "cublas"}
     assert rounds.failure is None and not rounds.inputs_changed and rounds.rounds == 10  # min_runs
 
-    cheat = binding.load(CACHED, "tiled", backend="cpu")
-    _, rounds = worker.time_kernels(cheat, base, req)
+    cheat = where(binding.load(CACHED, "tiled", backend="cpu"))
+    _, rounds = worker.time_kernels(cheat, base, req, copy_device="cpu")
     assert rounds.rounds == 1 and "in round 1 (inputs drawn afresh" in rounds.failure
 
 
-def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch):
+def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch, where):
     from grader import binding
 
     _fake_gpu_timing(monkeypatch)
-    relu = binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu")
+    relu = where(binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu"))
     times, rounds = worker.time_kernels(
-        relu, None, {"shape": [9, 70], "seed": 3, "baseline": "torch", "max_seconds": 0.0}
+        relu, None, {"shape": [9, 70], "seed": 3, "baseline": "torch", "max_seconds": 0.0}, copy_device="cpu"
     )
     assert {"kernel", "torch"} <= set(times) and rounds.failure is None, rounds.failure
-    fused = binding.load(KERNELS / "07_gemm_relu.cu", "gemm_relu", backend="cpu")
     pass_ = binding.load(KERNELS / "07a_bias_relu_pass.cu", "bias_relu_pass", backend="cpu")
+    fused = where(binding.load(KERNELS / "07_gemm_relu.cu", "gemm_relu", backend="cpu"), {"pass": pass_})
     times, rounds = worker.time_kernels(
         fused,
         pass_,
@@ -197,6 +227,7 @@ def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch):
             "baseline_epilogue": "own_gemm_then_pass",
             "max_seconds": 0.0,
         },
+        copy_device="cpu",
     )
     assert {"kernel", "baseline", "gemm_alone", "cublas"} <= set(times) and rounds.failure is None, rounds.failure
 
@@ -298,3 +329,37 @@ def test_gpu_timing_clean_flush_does_not_charge_the_timed_call_for_write_backs()
         for mode in ("write", "clean")
     }
     assert t["clean"] < 0.9 * t["write"], t
+
+
+def test_the_sandbagging_guard_times_gemm_relu_on_the_graded_inputs(monkeypatch):
+    """gemm_relu's own `gemm` is held to the fused kernel's time, so that a slowed `gemm` cannot inflate
+    the baseline. That comparison used a bias of 1e4 (every output kept), which a file could recognise
+    (bias[0] > 1000: slow both, 1.96x "fusion" on the H200). Every timed call now sees the same inputs,
+    drawn like the graded ones."""
+    from types import SimpleNamespace as NS
+
+    from grader.checks import pack_mask
+
+    _fake_gpu_timing(monkeypatch)
+    seen = []
+
+    def gemm_relu(A, B, bias, C, mask):
+        seen.append(float(bias.abs().max()))
+        c = torch.addmm(bias, A, B).clamp_min(0)
+        C.copy_(c)
+        mask.copy_(pack_mask(c > 0))
+
+    def bias_relu_mask(C, bias, Y, mask):
+        y = (C + bias).clamp_min(0)
+        Y.copy_(y)
+        mask.copy_(pack_mask(y > 0))
+
+    def module(exercise, **launch):
+        return NS(exercise=exercise, backend="cpu", device=torch.device("cpu"), launch=NS(**launch),
+                  check_error=lambda *a, **k: None)
+
+    fused = module("gemm_relu", gemm_relu=gemm_relu, gemm=lambda A, B, C: torch.matmul(A, B, out=C))
+    req = {"shape": [12, 40, 9], "seed": 2, "baseline": "lib", "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0}
+    times, rounds = worker.time_kernels(fused, module("bias_relu_pass", bias_relu_mask=bias_relu_mask), req)
+    assert rounds.failure is None and {"kernel", "baseline", "gemm_alone"} <= set(times)
+    assert seen and max(seen) < 10.0, f"a timed call saw a bias no graded input has: {max(seen)}"

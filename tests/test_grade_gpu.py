@@ -19,9 +19,9 @@ def test_work_on_a_hidden_stream_is_not_a_pass():
 
     path = SUBS / "gpu" / "side_stream.cu"
     assert forbidden.scan(path.read_text())  # the scan alone refuses it...
-    r = grade.grade("tiled", path, backend="cuda", scan=False)  # ...and so does the timing
+    r = grade.grade("tiled", path, backend="cuda", scan=False)  # ...and so do the stream check and the timing
     print(r.message, r.timing)
-    assert r.correct and not r.passed and "implausible" in r.message
+    assert not r.passed and ("implausible" in r.message or "another stream" in r.message), r.message
 
 
 def test_a_remembered_answer_fails_in_the_timed_runs():

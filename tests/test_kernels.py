@@ -127,14 +127,48 @@ def test_relu_mask_correct_on_gpu():
 
 
 @pytest.mark.gpu
-def test_gemm_relu_correct_on_gpu():
+@pytest.mark.parametrize("name", ["07_gemm_relu.cu", "07b_gemm_relu_warptile.cu"])
+def test_gemm_relu_correct_on_gpu(name):
     _gpu()
     from grader import bench
 
-    mod = bench.load_kernel("07_gemm_relu.cu", "gemm_relu")
-    for i, shape in enumerate(SHAPES):
+    mod = bench.load_kernel(name, "gemm_relu")
+    for i, shape in enumerate(SHAPES + [(4096, 4096, 256)]):  # the last: the big tile, interior and edge-free
         err = bench.check_gemm_relu(mod, *shape, seed=200 + i)
         assert bench._ok(err), f"{shape}: error {err} (nan = wrong values or wrong mask)"
+        err = bench.check_gemm(mod, *shape, seed=300 + i)  # its `gemm`, the fusion's baseline
+        assert bench._ok(err), f"gemm {shape}: relative error {err}"
+
+
+# 07b is 05 with an epilogue: these parts of 05, from each start line to the line before its end,
+# must appear in 07b character for character (07b once kept an old copy of 05's main loop and lost
+# the fusion to 05 + a separate pass; kernels/README.md, "Does the fusion win?").
+SHARED_WITH_05 = [
+    ("#include <cuda_runtime.h>", "// MIN_BLOCKS:"),  # includes, copy helpers, constants, TileConfig
+    ("    using Cfg = TileConfig", "    // Prologue: start the first"),
+    ("    // Prologue: start the first", "    // Epilogue: registers -> C."),
+    ("// The large configuration;", "template <bool VEC"),
+]
+
+
+def _between(text: str, start: str, end: str) -> str:
+    i = text.index(start)
+    return text[i : text.index(end, i + len(start))]
+
+
+def test_07b_is_05_plus_the_epilogue():
+    """Drift between 05 and 07b's copy of it fails here, with the first differing lines."""
+    import difflib
+
+    k05 = (KERNELS / "05_warptile_pipelined.cu").read_text()
+    k07b = (KERNELS / "07b_gemm_relu_warptile.cu").read_text()
+    assert "for (int tileIdx = 0; tileIdx < numTiles; ++tileIdx)" in _between(k05, *SHARED_WITH_05[2])
+    for start, end in SHARED_WITH_05:
+        part = _between(k05, start, end)
+        if part not in k07b:
+            theirs = _between(k07b, start, end) if start in k07b and end in k07b else ""
+            diff = difflib.unified_diff(part.splitlines(), theirs.splitlines(), "05", "07b", lineterm="", n=1)
+            pytest.fail(f"07b differs from 05 in the part from {start.strip()!r}:\n" + "\n".join(list(diff)[:30]))
 
 
 # ---------------------------------------------------------------------------- CPU backend
@@ -229,16 +263,19 @@ def test_big_tile_falls_back_when_the_gpu_has_less_shared_memory(name, monkeypat
 
 @pytest.mark.parametrize(
     "flags",
-    [(), BIG_TILE, BIG_TILE + ("-DSTAGED_EPILOGUE=0",)],
-    ids=["default", "big_tile_staged", "big_tile_register"],
+    [(), BIG_TILE, BIG_TILE + ("-DMASK_TRANSPOSE=0",), BIG_TILE + ("-DBIAS_MODE=2",), ("-DBIAS_MODE=0",)],
+    ids=["default", "big_tile", "big_tile_mask_shuffles", "big_tile_bias_init", "bias_global"],
 )
 def test_gemm_relu_on_cpu_backend(flags, monkeypatch):
-    if flags:  # the 97 KB tile needs more shared memory than the emulated T4 has: play an H200
+    """07b's epilogue variants (benchmarks/gpu_fusion.py): 130 x 260 has interior and edge blocks of the big tile."""
+    if BIG_TILE[0] in flags:  # the 97 KB tile needs more shared memory than the emulated T4 has: play an H200
         monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(227 * 1024))
     torch, mod = _cpu_module("07b_gemm_relu_warptile.cu", flags)
     from grader.checks import pack_mask
 
     g = torch.Generator().manual_seed(2)
+    if flags == BIG_TILE:  # its `gemm` too: 05's store, the fusion's baseline
+        assert _gemm_rel_err(torch, mod, 130, 260, 40, g) < 1e-4
     for m, n, k in CPU_SHAPES + ([(130, 260, 40)] if flags else []):
         A, B, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
         C = torch.full((m, n), float("nan"))

@@ -95,3 +95,15 @@ def test_no_second_scaffold_once_the_notebook_holds_a_kernel(monkeypatch, tmp_pa
     shutil.copy(ROOT / "solutions" / "07_fused_epilogue.ipynb", tmp_path)  # a kernel cell with launchers
     lab.start_gemm_relu(tmp_path)
     assert len(offered) == 1 and "no second cell" in capsys.readouterr().out
+
+
+def test_the_h200_figures_the_notebooks_quote_are_the_results_files():
+    import json
+
+    f = lab.h200_figures()
+    rows = json.loads((KERNELS_DIR / "results" / "h200.json").read_text())["rows"]
+    cublas = next(r for r in rows if r["kernel"] == "cublas" and r["shape"] == "4096x4096x4096")
+    assert f["tflops"]["cublas"] == cublas["tflops"] and round(f["tflops"]["cublas"], 1) == 51.2
+    assert round(f["pct_cublas"]["tiled"], 1) == 17.1 and "cublas" not in f["pct_cublas"]
+    assert round(f["copy_TBs"], 2) == 3.84 and round(f["fp32_peak_TFLOPs"], 1) == 66.9  # h200_machine.json
+    assert f["training"]["kernel"] == "08_mlp_step.cu" and f["relu"]["nb06 pair"]["x_torch"] > 1

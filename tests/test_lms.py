@@ -161,3 +161,20 @@ def test_github_classroom_workflow_and_its_exit_codes(tmp_path):
             env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
         )
         assert r.returncode == expected, (kernel, r.stdout[-2000:], r.stderr[-2000:])
+
+
+def test_a_gradescope_upload_is_one_student(tmp_path):
+    """tiled.cu + scratch.cu + README.md were graded as three students (1.5 points of 1): the upload is one
+    student's folder, graded on the file named for the exercise."""
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    shutil.copy(SUBS / "good_naive.cu", sub / "naive.cu")
+    shutil.copy(SUBS / "wrong_index.cu", sub / "scratch.cu")
+    (sub / "README.md").write_text("my notes")
+    results = tmp_path / "results" / "results.json"
+    code = cli.main(
+        ["batch", "naive", str(sub), "--backend", "cpu", "--format", "gradescope", "--out", str(results), "--quiet"]
+    )
+    data = json.loads(results.read_text())
+    assert_gradescope_results(data)
+    assert code == 0 and data["score"] == 1.0 and len(data["tests"]) == 2, data

@@ -46,3 +46,30 @@ def test_gpu_probes_give_plausible_figures():
     assert 5 < table["shared memory"] < table["L2 hit"] < table["HBM"]
     rates = {r["warps"]: r["fma_per_cycle"] for r in gpu.fma_rate((1, 4))}
     assert rates[4] > 2.5 * rates[1]
+
+
+def test_fma_rates_above_the_sms_lanes_are_left_out_of_the_h200_figures():
+    """An SM has 4 x 32 FP32 lanes: no correct timing can see more than 128 FMAs per cycle. The committed
+    run timed each block with warp 0's clock alone and saw 207 at 16 warps (its notes say so)."""
+    rows = [{"warps": 4, "fma_per_cycle": 92.9}, {"warps": 16, "fma_per_cycle": 207.3}]
+    kept, left_out = machine.plausible_fma_rates(rows)
+    assert kept == rows[:1] and left_out == rows[1:]
+    kept, _ = machine.plausible_fma_rates(machine.h200()["fma_rate"])
+    assert kept and all(r["fma_per_cycle"] <= machine.FP32_LANES_PER_SM for r in kept)
+
+
+def test_h200_peak_and_copy_come_from_the_committed_run():
+    data = machine.h200()
+    # 132 SMs x 128 lanes x 2 FLOP x 1980 MHz (the max SM clock nvidia-smi reported)
+    assert round(machine.fp32_peak_tflops(data), 1) == 66.9
+    assert round(machine.copy_tbs(data), 2) == 3.84  # the 1 GB copy of the bandwidth sweep
+
+
+def test_the_cpu_roofline_chart_shows_the_add_it_asks_about():
+    from grader import plots
+
+    # notebook 00 on a CPU: 1 TFLOP/s and 12 GB/s put c = a + b (1/12 FLOP per byte) near 0.001 TFLOP/s
+    points = {"c = a + b": 1 / 12, "matmul n=1024": 1024 / 6}
+    fig = plots.roofline(points, 1.086, 0.0119, measured={"c = a + b": 0.00085, "matmul n=1024": 1.086})
+    low, high = fig.axes[0].get_ylim()
+    assert low < 0.00085 and high > 1.086

@@ -144,3 +144,27 @@ def test_slurm_example_runs_the_same_commands():
     assert parsed.shard == "0/8" and parsed.out == "parts/grades_0.csv"
     submit = (ROOT / "examples" / "slurm" / "submit.sh").read_text()
     assert "--dependency=afterok" in submit and "python -m grader merge grades.csv parts/grades_*.csv" in submit
+
+
+def test_the_slurm_task_succeeds_when_its_gradebook_is_complete(tmp_path):
+    """batch exits 1 when some rows could not be graded: the array task failed and `afterok` never ran the
+    merge. The task succeeds on 0 and 1 (a complete gradebook), fails on 2 (batch could not start)."""
+    import os
+    import subprocess
+
+    script = ROOT / "examples" / "slurm" / "grade.sbatch"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for code in (0, 1, 2):
+        (fake / "python").write_text(f"#!/bin/sh\nexit {code}\n")
+        (fake / "python").chmod(0o755)
+        env = os.environ | {
+            "PATH": f"{fake}:{os.environ['PATH']}",
+            "EXERCISE": "naive",
+            "SUBS": str(tmp_path),
+            "SLURM_ARRAY_TASK_ID": "0",
+            "SLURM_ARRAY_TASK_COUNT": "2",
+            "SLURM_CPUS_PER_TASK": "2",
+        }
+        r = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert (r.returncode == 0) == (code <= 1), (code, r.returncode, r.stderr)

@@ -117,7 +117,34 @@ def test_counts_beside_the_previous_rung_and_the_roofline():
     assert view.png != before
 
 
-def test_a_wrong_kernel_gets_a_message_not_a_traceback(capsys):
-    stub = open(K("01_naive.cu")).read().replace("C[(size_t)cRow * N + cCol] = sum;", "")
-    assert widgets.thread_map(stub, "naive") is None
-    assert "nothing to draw until the kernel compiles and is correct" in capsys.readouterr().out
+def test_an_idle_edge_thread_is_drawn_touching_nothing():
+    # naive at 40 x 36: block (2, 0) covers columns 32-47, so its thread (4, 0) is past column 35
+    p = widgets.profile_of(K("01_naive.cu"), "naive", (40, 36, 24))
+    panels = widgets.thread_data(p, (2, 0, 0), (4, 0, 0))
+    assert {name.split()[0] for name in panels} == {"A", "B", "C"}  # the block's matrices, still drawn
+    assert all(not cells for panel in panels.values() for cells in layers(panel).values())
+    assert "touches nothing" in panels["C"]["note"] and panels["C"]["box"] == (0, 32, 16, 36)
+    assert len(plots.cells(panels).axes) == 3
+    view = widgets.thread_map(K("01_naive.cu"), "naive", (40, 36, 24), block=(2, 0, 0), thread=(4, 0, 0))
+    assert view.png.startswith(b"\x89PNG")
+
+
+def test_a_wrong_kernel_is_drawn_with_what_is_wrong(capsys):
+    # C stored transposed: in bounds (40 x 36 = 36 x 40 elements), every value in the wrong place
+    naive = open(K("01_naive.cu")).read()
+    wrong = naive.replace("C[(size_t)cRow * N + cCol] = sum;", "C[(size_t)cCol * M + cRow] = sum;")
+    assert wrong != naive
+    p = widgets.profile_of(wrong, "naive", (40, 36, 24))
+    assert "wrong" in p.wrong
+    c = layers(widgets.thread_data(p, (1, 2, 0), (3, 5, 0))["C"])  # C[37][19] belongs at element 19 * 40 + 37
+    assert c["written"] == [divmod(19 * 40 + 37, 36)]
+    view = widgets.thread_map(wrong, "naive", (40, 36, 24))
+    assert view.png.startswith(b"\x89PNG") and "is wrong" in view.caption.value
+    assert widgets.compare(wrong, "naive", shape=(64, 64, 64), measured={})["yours"]
+    assert "is wrong" in capsys.readouterr().out
+
+
+def test_a_kernel_that_does_not_compile_gets_a_message_not_a_traceback(capsys):
+    broken = open(K("01_naive.cu")).read().replace("C[(size_t)cRow * N + cCol] = sum;", "C[cRow] = undeclared;")
+    assert widgets.thread_map(broken, "naive") is None
+    assert "nothing to draw until the kernel compiles" in capsys.readouterr().out

@@ -11,14 +11,16 @@ Only what a header cannot do is rewritten, and every edit keeps line numbers:
                                           __attribute__((__noinline__)): GCC 13's headers, <memory> on 12)
 <cooperative_groups.h>, <cuda_pipeline.h> and <cuda_pipeline_primitives.h> are the backend's own
 headers (grader/cpu, first on g++'s include path; nvcc keeps NVIDIA's).
-Constructs the CPU backend cannot run raise UnsupportedConstruct with the line.
+Constructs the CPU backend cannot run raise UnsupportedConstruct with the line. rewrite() runs in a child
+with a time and memory limit (grader.bounded): the submission's text never costs the grader more.
 Scanning works on a copy with comments and string literals blanked out.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from . import ppexpr
 
 
 class UnsupportedConstruct(Exception):
@@ -27,15 +29,20 @@ class UnsupportedConstruct(Exception):
         self.line = line
         self.message = message
 
+    def __reduce__(self):  # picklable with its two arguments
+        return type(self), (self.line, self.message)
+
 
 class LaunchSyntaxError(UnsupportedConstruct):
     """Not a limit of the CPU backend: nvcc rejects this launch too (a compile error)."""
 
 
-@dataclass
 class Rewritten:
-    text: str
-    uses_barriers: bool
+    """The host C++ (`text`) and whether the file synchronises threads (`uses_barriers`: fibers needed).
+    A plain class: the rewrite's child (grader.bounded) starts faster without dataclasses."""
+
+    def __init__(self, text: str, uses_barriers: bool):
+        self.text, self.uses_barriers = text, uses_barriers
 
 
 _DROPPED_INCLUDES = re.compile(
@@ -173,21 +180,20 @@ class _Edits:
         return "".join(out)
 
 
-def _arch_condition(kind: str, rest: str) -> bool | None:
+def _arch_condition(kind: str, rest: str, line: int) -> bool | None:
     """The value of an `#if/#ifdef/#ifndef/#elif` line that tests __CUDA_ARCH__, as this backend's
-    preprocessor sees it (undefined, so 0); None when the line holds anything else to evaluate."""
+    preprocessor sees it (undefined, so 0); None when the line holds anything else to evaluate (a macro).
+    Evaluated by ppexpr (never Python's eval: the text is the submission's), in 64 bits."""
     if kind in ("ifdef", "ifndef"):
         return kind == "ifndef"
     expr = re.sub(r"defined\s*\(\s*__CUDA_ARCH__\s*\)|defined\s+__CUDA_ARCH__|\b__CUDA_ARCH__\b", "0", rest)
-    expr = re.sub(r"//.*|/\*.*?\*/", "", expr).strip()
-    if not re.fullmatch(r"[\d\s()<>=!&|]+", expr):
-        return None
-    expr = expr.replace("&&", " and ").replace("||", " or ")
-    expr = re.sub(r"!(?!=)", " not ", expr)
     try:
-        return bool(eval(expr, {"__builtins__": {}}, {}))  # digits, comparisons and and/or/not only
-    except Exception:
-        return None
+        v = ppexpr.value(expr)
+    except ppexpr.Invalid as e:
+        raise LaunchSyntaxError(line, str(e)) from None
+    except ppexpr.Unsupported as e:
+        raise UnsupportedConstruct(line, f"{e}: the CPU backend evaluates an #if on __CUDA_ARCH__ itself") from None
+    return None if v is None else v != 0
 
 
 def _device_only_blanked(code: str) -> str:
@@ -206,12 +212,12 @@ def _device_only_blanked(code: str) -> str:
             if kind.startswith("if"):
                 depth += 1
                 if "__CUDA_ARCH__" in rest and not (stack and stack[-1][2]):
-                    value = _arch_condition(kind, rest)
+                    value = _arch_condition(kind, rest, i + 1)
                     if value is None:  # not ours to evaluate: the old reading (a device-only branch)
                         value = bool(re.search(r"!\s*defined", rest)) or kind == "ifndef"
                     stack.append([depth, value, not value])
             elif kind == "elif" and top is not None:
-                value = _arch_condition("if", rest)
+                value = _arch_condition("if", rest, i + 1)
                 taken = top[1]
                 top[2] = taken or value is False
                 top[1] = taken or bool(value)
@@ -564,6 +570,42 @@ def _check_host_variables(code: str, src: str):
 
 
 def rewrite(src: str) -> Rewritten:
+    """The host C++ of kernel file `src`, rewritten in a child with a time and memory limit (grader.bounded):
+    the scans below are regexes and loops over text anyone can write, some of them quadratic on crafted
+    input (1 MB of `__device__ int a;` took minutes here). Raises UnsupportedConstruct, LaunchSyntaxError."""
+    from grader import bounded
+
+    try:
+        reply = bounded.call("grader.cpu.rewrite", "_rewrite_json", src, timeout=REWRITE_TIMEOUT_S)
+    except bounded.LimitExceeded as e:
+        raise RewriteLimit(
+            1, f"the CPU backend's rewrite of this file stopped: {e}; a kernel file takes milliseconds (simplify it)"
+        ) from None
+    kind, *rest = reply
+    if kind == "ok":
+        return Rewritten(*rest)
+    raise (LaunchSyntaxError if kind == "syntax" else UnsupportedConstruct)(*rest)
+
+
+REWRITE_TIMEOUT_S = 10.0
+
+
+class RewriteLimit(LaunchSyntaxError):
+    """The rewrite went past its time or memory limit: the file fails, as one that does not compile."""
+
+
+def _rewrite_json(src: str) -> list:
+    """_rewrite's answer as JSON for grader.bounded: ["ok", text, fibers] or [kind, line, message]."""
+    try:
+        r = _rewrite(src)
+    except LaunchSyntaxError as e:
+        return ["syntax", e.line, e.message]
+    except UnsupportedConstruct as e:
+        return ["unsupported", e.line, e.message]
+    return ["ok", r.text, r.uses_barriers]
+
+
+def _rewrite(src: str) -> Rewritten:
     code = _blank(src)
     _check_unsupported(code, src)
     _check_host_variables(code, src)

@@ -1,0 +1,966 @@
+// runner.cpp: the process a learner's kernel library runs in, and nothing else.
+//
+// The grader's worker (grader/worker.py, Python + torch) starts this program and drives it over
+// two pipes with the grader's raw-array protocol (grader/protocol.py: an 8-byte little-endian
+// length, a JSON header {"meta": {...}, "arrays": [[name, dtype, shape], ...]}, then each array's
+// bytes). Here there is no interpreter, no torch, no numpy and no BLAS: a kernel file that walks
+// its own address space finds libc, the CUDA runtime (GPU build) and this program. The worker
+// keeps the inputs, references and baselines; this program only
+//   - loads libraries sent as bytes (memfd + dlopen; the submission, and gemm_relu's separate pass),
+//   - allocates buffers with guard zones, fills, poisons and reads them,
+//   - calls launchers on its own stream, checks their errors, and times a round of calls with
+//     CUDA events after an L2 flush and a head start (grader/timing.py does the same in Python),
+//   - draws the timed rounds' inputs from a seed (rng_hash below; grader/runner/rng.py draws the
+//     same numbers in torch, so the worker checks the outputs against its own copy of the inputs).
+// Built twice (grader/runner/build.py): with nvcc and -DRUNNER_CUDA (buffers in device memory), and
+// with g++ for the CPU backend, whose libraries carry their own emulated runtime (buffers here are
+// page-aligned host memory, named to that runtime before every call, as grader/binding.py does).
+//
+// Requests (meta.op) and replies: see grader/runner/client.py, which is the only caller.
+
+#include <dlfcn.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef RUNNER_CUDA
+#include <cuda_runtime.h>
+#endif
+
+// ------------------------------------------------------------------------------------ JSON
+// Enough JSON for the protocol's headers: objects, arrays, strings, numbers, true/false/null.
+struct Json {
+    enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
+    bool b = false;
+    double num = 0;
+    long long integer = 0;  // exact when the number had no fraction or exponent
+    std::string str;
+    std::vector<Json> arr;
+    std::vector<std::pair<std::string, Json>> obj;
+
+    const Json* get(const char* key) const {
+        for (auto& kv : obj)
+            if (kv.first == key) return &kv.second;
+        return nullptr;
+    }
+    long long i(const char* key, long long dflt = 0) const {
+        const Json* v = get(key);
+        return v && v->kind == Num ? v->integer : dflt;
+    }
+    std::string s(const char* key, const char* dflt = "") const {
+        const Json* v = get(key);
+        return v && v->kind == Str ? v->str : dflt;
+    }
+    bool flag(const char* key) const {
+        const Json* v = get(key);
+        return v && ((v->kind == Bool && v->b) || (v->kind == Num && v->integer));
+    }
+};
+
+struct Parser {
+    const char* p;
+    const char* end;
+    int depth = 0;
+    void ws() {
+        while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
+    }
+    [[noreturn]] void fail(const char* what) { throw std::runtime_error(std::string("bad JSON: ") + what); }
+    Json value() {
+        if (++depth > 64) fail("nested too deep");
+        ws();
+        if (p >= end) fail("unexpected end");
+        Json v;
+        if (*p == '{') {
+            v.kind = Json::Obj;
+            p++;
+            ws();
+            if (p < end && *p == '}') { p++; depth--; return v; }
+            for (;;) {
+                ws();
+                Json k = value();
+                if (k.kind != Json::Str) fail("object key");
+                ws();
+                if (p >= end || *p != ':') fail("':'");
+                p++;
+                v.obj.emplace_back(k.str, value());
+                ws();
+                if (p < end && *p == ',') { p++; continue; }
+                if (p < end && *p == '}') { p++; break; }
+                fail("',' or '}'");
+            }
+        } else if (*p == '[') {
+            v.kind = Json::Arr;
+            p++;
+            ws();
+            if (p < end && *p == ']') { p++; depth--; return v; }
+            for (;;) {
+                v.arr.push_back(value());
+                ws();
+                if (p < end && *p == ',') { p++; continue; }
+                if (p < end && *p == ']') { p++; break; }
+                fail("',' or ']'");
+            }
+        } else if (*p == '"') {
+            v.kind = Json::Str;
+            p++;
+            while (p < end && *p != '"') {
+                if (*p == '\\' && p + 1 < end) {
+                    p++;
+                    char c = *p++;
+                    if (c == 'n') v.str += '\n';
+                    else if (c == 't') v.str += '\t';
+                    else if (c == 'u' && p + 4 <= end) {  // ASCII only (the worker sends plain names)
+                        v.str += (char)strtol(std::string(p, 4).c_str(), nullptr, 16);
+                        p += 4;
+                    } else v.str += c;
+                } else v.str += *p++;
+            }
+            if (p >= end) fail("unterminated string");
+            p++;
+        } else if (!strncmp(p, "true", 4)) { v.kind = Json::Bool; v.b = true; p += 4; }
+        else if (!strncmp(p, "false", 5)) { v.kind = Json::Bool; p += 5; }
+        else if (!strncmp(p, "null", 4)) { p += 4; }
+        else {
+            v.kind = Json::Num;
+            const char* s = p;
+            bool integral = true;
+            while (p < end && strchr("+-0123456789.eE", *p)) {
+                if (strchr(".eE", *p)) integral = false;
+                p++;
+            }
+            if (s == p) fail("value");
+            std::string t(s, p);
+            v.num = strtod(t.c_str(), nullptr);
+            v.integer = integral ? strtoll(t.c_str(), nullptr, 10) : (long long)v.num;
+        }
+        depth--;
+        return v;
+    }
+};
+
+static std::string quote(const std::string& s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') { out += '\\'; out += (char)c; }
+        else if (c == '\n') out += "\\n";
+        else if (c < 0x20 || c >= 0x7f) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); out += b; }
+        else out += (char)c;
+    }
+    return out + "\"";
+}
+
+// ------------------------------------------------------------------------------------ wire
+static int IN_FD = 3, OUT_FD = 4;
+
+static bool read_exact(void* dst, size_t n) {
+    char* p = (char*)dst;
+    while (n) {
+        ssize_t got = read(IN_FD, p, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        p += got;
+        n -= (size_t)got;
+    }
+    return true;
+}
+
+static void write_all(const void* src, size_t n) {
+    const char* p = (const char*)src;
+    while (n) {
+        ssize_t put = write(OUT_FD, p, n);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) _exit(3);  // the worker is gone
+        p += put;
+        n -= (size_t)put;
+    }
+}
+
+struct Array {
+    std::string name, dtype;
+    std::vector<long long> shape;
+    std::vector<char> bytes;
+};
+
+static size_t itemsize(const std::string& dtype) {
+    if (dtype == "float64") return 8;
+    if (dtype == "float32" || dtype == "int32") return 4;
+    if (dtype == "uint8") return 1;
+    throw std::runtime_error("unknown dtype " + dtype);
+}
+
+struct Message {
+    Json meta;
+    std::map<std::string, Array> arrays;
+};
+
+static bool recv(Message& m) {
+    uint64_t n;
+    if (!read_exact(&n, 8)) return false;
+    if (n > (1u << 20)) throw std::runtime_error("header too large");
+    std::string header(n, '\0');
+    if (!read_exact(&header[0], n)) return false;
+    Parser ps{header.data(), header.data() + header.size()};
+    Json h = ps.value();
+    const Json* meta = h.get("meta");
+    const Json* arrays = h.get("arrays");
+    if (!meta || !arrays || arrays->kind != Json::Arr) throw std::runtime_error("bad header");
+    m.meta = *meta;
+    m.arrays.clear();
+    for (auto& a : arrays->arr) {
+        if (a.kind != Json::Arr || a.arr.size() != 3) throw std::runtime_error("bad array entry");
+        Array arr{a.arr[0].str, a.arr[1].str, {}, {}};
+        size_t count = 1;
+        for (auto& d : a.arr[2].arr) {
+            arr.shape.push_back(d.integer);
+            count *= (size_t)d.integer;
+        }
+        arr.bytes.resize(count * itemsize(arr.dtype));
+        if (!arr.bytes.empty() && !read_exact(arr.bytes.data(), arr.bytes.size())) return false;
+        m.arrays[arr.name] = std::move(arr);
+    }
+    return true;
+}
+
+struct Reply {
+    std::string meta = "{}";  // a JSON object's text
+    std::vector<std::pair<std::string, Array>> arrays;
+};
+
+static void send(const Reply& r) {
+    std::string header = "{\"meta\": " + r.meta + ", \"arrays\": [";
+    for (size_t i = 0; i < r.arrays.size(); i++) {
+        auto& a = r.arrays[i].second;
+        header += (i ? ", [" : "[") + quote(r.arrays[i].first) + ", " + quote(a.dtype) + ", [";
+        for (size_t d = 0; d < a.shape.size(); d++) header += (d ? ", " : "") + std::to_string(a.shape[d]);
+        header += "]]";
+    }
+    header += "]}";
+    uint64_t n = header.size();
+    write_all(&n, 8);
+    write_all(header.data(), header.size());
+    for (auto& a : r.arrays) write_all(a.second.bytes.data(), a.second.bytes.size());
+}
+
+static std::string obj(std::initializer_list<std::pair<const char*, std::string>> kv) {
+    std::string out = "{";
+    bool first = true;
+    for (auto& [k, v] : kv) {
+        out += (first ? "" : ", ") + quote(k) + ": " + v;
+        first = false;
+    }
+    return out + "}";
+}
+
+// ------------------------------------------------------------------------------------ the RNG
+// Timed rounds' inputs, drawn here and in grader/runner/rng.py from the same formula, bit for bit:
+// lowbias32 (Chris Wellons' 32-bit integer hash), four 22-bit uniforms summed (Irwin-Hall: zero mean,
+// unit variance after the scale), and for ReLU inputs exact zeros of both signs (1/32 each).
+#ifdef RUNNER_CUDA
+#define HD __host__ __device__
+#else
+#define HD
+#endif
+HD static inline uint32_t lowbias32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+HD static inline uint32_t rng_hash(uint64_t seed, uint32_t i, uint32_t j) {
+    return lowbias32(lowbias32((i * 5u + j) ^ (uint32_t)seed) + (uint32_t)(seed >> 32));
+}
+HD static inline float rng_value(uint64_t seed, uint32_t i, int relu) {
+    int32_t s = -(1 << 23);
+    for (uint32_t j = 0; j < 4; j++) s += (int32_t)(rng_hash(seed, i, j) >> 10);
+    // (float)s is exact (|s| < 2^23); * 2^-22 is exact; * sqrt(3) rounds once, to nearest, on both sides
+#ifdef __CUDA_ARCH__
+    float x = __fmul_rn(__fmul_rn((float)s, 2.384185791015625e-07f), 1.7320508075688772f);
+#else
+    volatile float t = (float)s * 2.384185791015625e-07f;  // volatile: no contraction into an FMA
+    float x = t * 1.7320508075688772f;
+#endif
+    if (relu) {
+        uint32_t z = rng_hash(seed, i, 4) & 31u;
+        if (z == 0) x = 0.0f;
+        else if (z == 1) x = -0.0f;
+    }
+    return x;
+}
+
+// ------------------------------------------------------------------------------------ memory
+struct Buffer {
+    char* base = nullptr;   // the whole allocation: before + n + after 4-byte words
+    size_t before = 0, n = 0, after = 0;
+    long long cols = 0;     // the last dimension (the CPU backend's diagnostics name elements by row, col)
+    char* inner() const { return base + 4 * before; }
+    size_t bytes() const { return 4 * (before + n + after); }
+};
+
+static std::map<std::string, Buffer> BUFFERS;
+
+#ifdef RUNNER_CUDA
+static cudaStream_t STREAM;
+static void cuda_ok(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+__global__ void fill_words(uint32_t* p, size_t n, uint32_t word) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = word;
+}
+__global__ void fill_random(float* p, size_t n, uint64_t seed, int relu) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = rng_value(seed, (uint32_t)i, relu);
+}
+// The timed rounds' checks of a buffer (op "stats"): an exact, order-free checksum of its words (their
+// sum, and their sum weighted by i % 61 + 1, as 64-bit integers: the worker computes the same on its
+// copy), how many of its floats are NaN or infinite, and a float32 matrix's column sums in double.
+__global__ void stats_kernel(const uint32_t* p, size_t n, size_t cols, unsigned long long* sums, double* colsum) {
+    unsigned long long s = 0, w = 0, bad = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t v = p[i];
+        s += v;
+        w += (unsigned long long)v * (i % 61 + 1);
+        bad += (v & 0x7f800000u) == 0x7f800000u;
+        if (colsum) atomicAdd(&colsum[i % cols], (double)__uint_as_float(v));
+    }
+    atomicAdd(&sums[0], s);
+    atomicAdd(&sums[1], w);
+    atomicAdd(&sums[2], bad);
+}
+#endif
+
+static void dev_fill(char* p, size_t words, uint32_t word) {
+#ifdef RUNNER_CUDA
+    if (words) fill_words<<<256, 256, 0, STREAM>>>((uint32_t*)p, words, word);
+    cuda_ok(cudaStreamSynchronize(STREAM), "fill");
+#else
+    uint32_t* q = (uint32_t*)p;
+    for (size_t i = 0; i < words; i++) q[i] = word;
+#endif
+}
+
+// Copies and memsets go on our stream and are waited for: ours is a non-blocking stream, which the
+// legacy default stream (plain cudaMemcpy, cudaMemset) is not ordered with, and a copy from pageable
+// memory may return before its DMA has landed.
+static void to_dev(char* dst, const void* src, size_t n) {
+#ifdef RUNNER_CUDA
+    cuda_ok(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, STREAM), "copy to the device");
+    cuda_ok(cudaStreamSynchronize(STREAM), "copy to the device");
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+static void from_dev(void* dst, const char* src, size_t n) {
+#ifdef RUNNER_CUDA
+    cuda_ok(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, STREAM), "copy from the device");
+    cuda_ok(cudaStreamSynchronize(STREAM), "copy from the device");
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+static void release(Buffer& b) {
+#ifdef RUNNER_CUDA
+    cudaFree(b.base);
+#else
+    munmap(b.base, b.bytes());
+#endif
+    b.base = nullptr;
+}
+
+static Buffer& buffer(const std::string& id) {
+    auto it = BUFFERS.find(id);
+    if (it == BUFFERS.end()) throw std::runtime_error("no buffer " + id);
+    return it->second;
+}
+
+// ------------------------------------------------------------------------------------ libraries
+struct Library {
+    void* handle = nullptr;
+    // the error API every built library has (grader/toolchain.py's CUDA_EPILOGUE; the CPU runtime's own)
+    int (*last_error)() = nullptr;
+    int (*synchronize)() = nullptr;
+    const char* (*error_string)(int) = nullptr;
+    const char* (*take_error)() = nullptr;
+    void (*set_buffers)(int, const char**, const unsigned long long*, const unsigned long long*) = nullptr;
+    void (*set_outputs)(int, const char**, const unsigned long long*, const unsigned long long*, const int*,
+                        const int*) = nullptr;
+    void (*expect_stream)(void*) = nullptr;  // the CPU runtime: launches on any other stream are an error
+};
+static std::map<std::string, Library> LIBS;
+
+static Library load_library(const std::string& name, const Array& bytes) {
+    int fd = memfd_create(name.c_str(), 0);
+    if (fd < 0) throw std::runtime_error("memfd_create failed");
+    size_t off = 0;
+    while (off < bytes.bytes.size()) {
+        ssize_t put = write(fd, bytes.bytes.data() + off, bytes.bytes.size() - off);
+        if (put <= 0) throw std::runtime_error("could not write the library to memory");
+        off += (size_t)put;
+    }
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    Library lib;
+    lib.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib.handle) throw std::runtime_error(std::string("could not load the library: ") + dlerror());
+    lib.last_error = (int (*)())dlsym(lib.handle, "grader_last_error");
+    lib.synchronize = (int (*)())dlsym(lib.handle, "grader_synchronize");
+    lib.error_string = (const char* (*)(int))dlsym(lib.handle, "grader_error_string");
+    lib.take_error = (const char* (*)())dlsym(lib.handle, "cuda_emu_take_error");
+    lib.set_buffers = (decltype(lib.set_buffers))dlsym(lib.handle, "cuda_emu_set_buffers");
+    lib.set_outputs = (decltype(lib.set_outputs))dlsym(lib.handle, "cuda_emu_set_outputs");
+    lib.expect_stream = (decltype(lib.expect_stream))dlsym(lib.handle, "cuda_emu_expect_stream");
+    return lib;
+}
+
+static Library& library(const std::string& id) {
+    auto it = LIBS.find(id);
+    if (it == LIBS.end()) throw std::runtime_error("no library " + id);
+    return it->second;
+}
+
+// A launcher's parameters are pointers, ints and a stream: each travels in one 64-bit argument slot
+// (x86-64 System V and AArch64 alike), so every launcher is called through one signature with
+// twelve slots; the callee reads the slots it declares and ignores the rest.
+typedef void (*Slots)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                      uint64_t, uint64_t, uint64_t);
+
+struct Call {
+    Library* lib;
+    Slots fn;
+    std::string name;
+    uint64_t slot[12] = {};
+    std::vector<std::string> bufs;  // the buffers it gets, in order
+    std::vector<std::string> names; // their parameters' names (the CPU runtime's diagnostics say these)
+    std::vector<int> outs;          // per buffer: written by this launcher
+};
+
+static void* stream_handle() {
+#ifdef RUNNER_CUDA
+    return (void*)STREAM;
+#else
+    static char fake_stream;  // the CPU runtime's streams are opaque handles; ours is not the default (null)
+    return &fake_stream;
+#endif
+}
+
+static Call parse_call(const Json& c) {
+    Call call;
+    call.lib = &library(c.s("lib", "sub"));
+    call.name = c.s("fn");
+    call.fn = (Slots)dlsym(call.lib->handle, call.name.c_str());
+    if (!call.fn) throw std::runtime_error("launcher " + call.name + " not found");
+    const Json* args = c.get("args");
+    if (!args || args->arr.size() > 12) throw std::runtime_error("bad call arguments");
+    for (size_t k = 0; k < args->arr.size(); k++) {
+        const Json& a = args->arr[k];
+        if (a.get("b")) {
+            Buffer& b = buffer(a.s("b"));
+            call.slot[k] = (uint64_t)(uintptr_t)b.inner();
+            call.bufs.push_back(a.s("b"));
+            call.names.push_back(a.s("name", a.s("b").c_str()));
+            call.outs.push_back(a.flag("out"));
+        } else if (a.get("i")) {
+            call.slot[k] = (uint64_t)(int64_t)(int32_t)a.i("i");
+        } else {
+            call.slot[k] = (uint64_t)(uintptr_t)stream_handle();
+        }
+    }
+    return call;
+}
+
+#ifndef RUNNER_CUDA
+// CPU backend: name the call's buffers to the library's runtime (as grader/binding.py does for torch
+// tensors): outputs are checked for races, the others are inputs no kernel may write, and for a CUDA
+// exercise all of them are device memory (flag 2) that host code must not touch.
+static void name_buffers(Call& c, bool device) {
+    if (!c.lib->set_buffers || !c.lib->set_outputs) return;
+    int n = (int)c.bufs.size();
+    std::vector<const char*> names(n);
+    std::vector<unsigned long long> ptrs(n), sizes(n);
+    std::vector<int> cols(n), flags(n);
+    for (int k = 0; k < n; k++) {
+        Buffer& b = buffer(c.bufs[k]);
+        names[k] = c.names[k].c_str();
+        ptrs[k] = (unsigned long long)(uintptr_t)b.inner();
+        sizes[k] = 4ull * b.n;
+        cols[k] = (int)b.cols;
+        flags[k] = c.outs[k] | (device ? 2 : 0);
+    }
+    c.lib->set_buffers(n, names.data(), ptrs.data(), sizes.data());
+    c.lib->set_outputs(n, names.data(), ptrs.data(), sizes.data(), cols.data(), flags.data());
+}
+#endif
+
+static void invoke(Call& c, bool device) {
+#ifndef RUNNER_CUDA
+    name_buffers(c, device);
+    if (c.lib->expect_stream) c.lib->expect_stream(stream_handle());
+#else
+    (void)device;
+#endif
+    c.fn(c.slot[0], c.slot[1], c.slot[2], c.slot[3], c.slot[4], c.slot[5], c.slot[6], c.slot[7], c.slot[8],
+         c.slot[9], c.slot[10], c.slot[11]);
+#ifndef RUNNER_CUDA
+    if (c.lib->set_outputs) c.lib->set_outputs(0, nullptr, nullptr, nullptr, nullptr, nullptr);  // forgotten
+    if (c.lib->expect_stream) c.lib->expect_stream(nullptr);
+#endif
+}
+
+// The error the library's launches left ("" if none): its own CUDA runtime's, or the CPU runtime's report.
+static std::string library_error(Library& lib, bool sync) {
+    if (lib.take_error) {
+        const char* msg = lib.take_error();
+        return msg ? msg : "";
+    }
+    int err = 0;
+#ifdef RUNNER_CUDA
+    if (sync) {
+        cudaError_t e = cudaStreamSynchronize(STREAM);
+        if (e != cudaSuccess) return std::string(cudaGetErrorName(e)) + " (error " + std::to_string((int)e) + ")";
+    }
+#endif
+    if (sync && lib.synchronize) err = lib.synchronize();
+    if (!err && lib.last_error) err = lib.last_error();
+    if (!err) return "";
+    std::string name = lib.error_string ? lib.error_string(err) : "error";
+    return name + " (error " + std::to_string(err) + ")";
+}
+
+// ------------------------------------------------------------------------------------ the stream contract
+// A launcher must launch on the stream it is given. Ours is a non-blocking stream; before a checked call
+// a gate kernel holds the legacy default stream (which every blocking stream waits for), so work that a
+// launcher put there waits. Once our stream has finished, the outputs are copied (on our stream); then the
+// gate opens. Outputs that change after that were written elsewhere. A launcher that waits on the default
+// stream itself (cudaDeviceSynchronize, a synchronous cudaMemcpy) would wait for the gate: it opens on its
+// own after GATE_MS and the check is off for the rest of the run (it cannot be judged, and is not blamed).
+#ifdef RUNNER_CUDA
+static const double GATE_MS = 1000.0;
+static volatile int* GATE_OPEN = nullptr;  // mapped host memory the gate kernel polls
+static int* GATE_OPEN_DEV = nullptr;
+static int* GATE_TIMED_OUT = nullptr;
+static bool GATE_USABLE = true;
+
+__global__ void gate(volatile int* open, long long max_cycles, int* timed_out) {
+    long long t0 = clock64();
+    while (!*open)
+        if (clock64() - t0 > max_cycles) {
+            *timed_out = 1;
+            return;
+        }
+}
+
+static bool gate_close() {
+    if (!GATE_USABLE) return false;
+    if (!GATE_OPEN) {
+        int* host;
+        if (cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped) != cudaSuccess) {
+            GATE_USABLE = false;
+            return false;
+        }
+        GATE_OPEN = host;
+        GATE_TIMED_OUT = host + 1;
+        cudaHostGetDevicePointer(&GATE_OPEN_DEV, host, 0);
+    }
+    GATE_OPEN[0] = 0;
+    GATE_TIMED_OUT[0] = 0;
+    int dev, khz = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+    gate<<<1, 1, 0, cudaStreamLegacy>>>(GATE_OPEN_DEV, (long long)(GATE_MS * (khz > 0 ? khz : 2000000)), GATE_OPEN_DEV + 1);
+    return true;
+}
+
+// After the launcher returned: "" or what ran outside our stream.
+static char* STAGING = nullptr;  // pinned: a copy from pageable memory would wait for the default stream
+static size_t STAGING_BYTES = 0;
+
+static std::string gate_open_and_judge(const std::vector<std::pair<char*, size_t>>& outputs) {
+    size_t total = 0;
+    for (auto& o : outputs) total += o.second;
+    cudaError_t e = cudaStreamSynchronize(STREAM);
+    if (total > STAGING_BYTES) {
+        cudaFreeHost(STAGING);
+        STAGING_BYTES = 0;
+        if (cudaMallocHost(&STAGING, total) == cudaSuccess) STAGING_BYTES = total;
+    }
+    if (total > STAGING_BYTES) e = cudaErrorMemoryAllocation;  // no judgement, the gate just opens
+    size_t off = 0;
+    for (auto& [p, n] : outputs) {
+        if (e == cudaSuccess) e = cudaMemcpyAsync(STAGING + off, p, n, cudaMemcpyDeviceToHost, STREAM);
+        off += n;
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(STREAM);
+    __sync_synchronize();
+    GATE_OPEN[0] = 1;
+    cudaDeviceSynchronize();
+    if (GATE_TIMED_OUT[0]) {
+        GATE_USABLE = false;
+        return "";
+    }
+    if (e != cudaSuccess) return "";  // the launch's own error is reported
+    off = 0;
+    for (size_t k = 0; k < outputs.size(); k++) {
+        std::vector<char> late(outputs[k].second);
+        if (cudaMemcpy(late.data(), outputs[k].first, late.size(), cudaMemcpyDeviceToHost) != cudaSuccess) return "";
+        bool same = !memcmp(late.data(), STAGING + off, late.size());
+        off += late.size();
+        if (!same)
+            return "its outputs changed after the stream it was given had finished: some of its work ran on "
+                   "another stream (the default stream?). Launch every kernel with <<<grid, block, shared, stream>>> "
+                   "and every copy or memset with the Async call on `stream`.";
+    }
+    return "";
+}
+#endif
+
+// ------------------------------------------------------------------------------------ timing
+static double now_ms() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+#ifdef RUNNER_CUDA
+static float* FLUSH = nullptr;
+static size_t FLUSH_N = 0;
+static double* FLUSH_SUM = nullptr;
+static int CLOCK_KHZ = 2000000;
+
+__global__ void read_sum(const float* p, size_t n, double* out) {  // reads every line of the flush buffer
+    float s = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) s += p[i];
+    if (s == 12345.678f) *out = s;  // never true (the buffer holds ones): keeps the loads
+}
+__global__ void spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}
+
+// grader/timing.py's flush_l2: "write" fills a buffer twice the L2's size, "read" reads it, "clean" both
+static void flush_l2(const std::string& mode) {
+    if (!FLUSH) {
+        int dev, l2 = 0;
+        cuda_ok(cudaGetDevice(&dev), "device");
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+        FLUSH_N = 2 * (size_t)(l2 ? l2 : 64 << 20) / 4;
+        cuda_ok(cudaMalloc(&FLUSH, FLUSH_N * 4), "flush buffer");
+        cuda_ok(cudaMalloc(&FLUSH_SUM, 8), "flush buffer");
+        cudaDeviceGetAttribute(&CLOCK_KHZ, cudaDevAttrClockRate, dev);
+        if (CLOCK_KHZ <= 0) CLOCK_KHZ = 2000000;
+    }
+    if (mode == "write" || mode == "clean") fill_words<<<1024, 256, 0, STREAM>>>((uint32_t*)FLUSH, FLUSH_N, 0x3f800000u);
+    if (mode == "read" || mode == "clean") read_sum<<<1024, 256, 0, STREAM>>>(FLUSH, FLUSH_N, FLUSH_SUM);
+}
+#endif
+
+// One timed round of `calls` (grader/timing.py time_gpu's loop body): on a GPU, synchronise, flush the
+// L2, keep the GPU busy for a head start, then time the calls between two events; on the CPU backend's
+// host exercise, the host clock around the calls. Returns {"ms", "host_ms"}.
+static std::string timed_round(std::vector<Call>& calls, const std::string& flush, double head_start_us, bool device) {
+#ifdef RUNNER_CUDA
+    static cudaEvent_t pre, start, end;
+    static bool made = false;
+    if (!made) {
+        cuda_ok(cudaEventCreate(&pre), "event");
+        cuda_ok(cudaEventCreate(&start), "event");
+        cuda_ok(cudaEventCreate(&end), "event");
+        made = true;
+    }
+    cuda_ok(cudaDeviceSynchronize(), "synchronize");
+    double h0 = now_ms();
+    cudaEventRecord(pre, STREAM);
+    if (!flush.empty()) flush_l2(flush);
+    if (head_start_us > 0) {
+        if (!FLUSH) flush_l2("");
+        spin<<<1, 1, 0, STREAM>>>((long long)(head_start_us * CLOCK_KHZ / 1e3));
+    }
+    cudaEventRecord(start, STREAM);
+    for (auto& c : calls) invoke(c, device);
+    cudaEventRecord(end, STREAM);
+    cudaError_t e = cudaDeviceSynchronize();
+    double h1 = now_ms();
+    std::string err = e != cudaSuccess ? cudaGetErrorName(e) : "";
+    for (auto& c : calls)
+        if (err.empty()) err = library_error(*c.lib, false);
+    float ms = 0, lead = 0;
+    if (err.empty()) {
+        cudaEventElapsedTime(&ms, start, end);
+        cudaEventElapsedTime(&lead, pre, start);
+    }
+    double host = h1 - h0 - lead;
+    return obj({{"ms", std::to_string(ms)}, {"host_ms", std::to_string(host > 0 ? host : 0)}, {"error", quote(err)}});
+#else
+    (void)flush;
+    (void)head_start_us;
+    double h0 = now_ms();
+    for (auto& c : calls) invoke(c, device);
+    double ms = now_ms() - h0;
+    std::string err;
+    for (auto& c : calls)
+        if (err.empty()) err = library_error(*c.lib, false);
+    return obj({{"ms", std::to_string(ms)}, {"host_ms", std::to_string(ms)}, {"error", quote(err)}});
+#endif
+}
+
+// ------------------------------------------------------------------------------------ requests
+static Reply handle(const Message& m) {
+    const Json& q = m.meta;
+    std::string op = q.s("op");
+    Reply r;
+    bool device = q.flag("device");
+    if (op == "confine") {  // program: the worker's seccomp filter for this process (grader/seccomp.py)
+        auto it = m.arrays.find("program");
+        if (it == m.arrays.end() || it->second.bytes.size() % sizeof(sock_filter)) throw std::runtime_error("confine: bad program");
+        sock_fprog prog{(unsigned short)(it->second.bytes.size() / sizeof(sock_filter)), (sock_filter*)it->second.bytes.data()};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+            throw std::runtime_error(std::string("seccomp: ") + strerror(errno));
+    } else if (op == "load") {  // {lib}, bytes: a built library
+        auto it = m.arrays.find("bytes");
+        if (it == m.arrays.end()) throw std::runtime_error("load without bytes");
+        LIBS[q.s("lib")] = load_library(q.s("lib"), it->second);
+    } else if (op == "symbols") {  // {lib, names}: which of them the library lacks
+        Library& lib = library(q.s("lib"));
+        std::string missing = "[";
+        for (auto& n : q.get("names")->arr)
+            if (!dlsym(lib.handle, n.str.c_str())) missing += (missing.size() > 1 ? ", " : "") + quote(n.str);
+        r.meta = obj({{"missing", missing + "]"}});
+    } else if (op == "alloc") {  // {id, n, before, after, word, cols}, data?: a guarded buffer
+        Buffer b;
+        b.before = (size_t)q.i("before");
+        b.n = (size_t)q.i("n");
+        b.after = (size_t)q.i("after");
+        b.cols = q.i("cols");
+        auto old = BUFFERS.find(q.s("id"));
+        if (old != BUFFERS.end()) {
+            release(old->second);
+            BUFFERS.erase(old);
+        }
+#ifdef RUNNER_CUDA
+        cuda_ok(cudaMalloc(&b.base, b.bytes() ? b.bytes() : 4), "allocate");
+#else
+        void* p = mmap(nullptr, b.bytes() ? b.bytes() : 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::runtime_error("out of memory");
+        b.base = (char*)p;
+#endif
+        dev_fill(b.base, b.before + b.n + b.after, (uint32_t)q.i("word"));
+        auto it = m.arrays.find("data");
+        if (it != m.arrays.end()) {
+            if (it->second.bytes.size() != 4 * b.n) throw std::runtime_error("alloc: data of the wrong size");
+            to_dev(b.inner(), it->second.bytes.data(), it->second.bytes.size());
+        }
+        BUFFERS[q.s("id")] = b;
+    } else if (op == "fill") {  // {id, word}: the inner region, e.g. poison
+        Buffer& b = buffer(q.s("id"));
+        dev_fill(b.inner(), b.n, (uint32_t)q.i("word"));
+    } else if (op == "write") {  // {id}, data: the inner region
+        Buffer& b = buffer(q.s("id"));
+        auto it = m.arrays.find("data");
+        if (it == m.arrays.end() || it->second.bytes.size() != 4 * b.n) throw std::runtime_error("write: bad data");
+        to_dev(b.inner(), it->second.bytes.data(), it->second.bytes.size());
+    } else if (op == "read") {  // {id, whole}: the inner region, or the whole buffer with its guards
+        Buffer& b = buffer(q.s("id"));
+        bool whole = q.flag("whole");
+        size_t words = whole ? b.before + b.n + b.after : b.n;
+        Array a{"data", "int32", {(long long)words}, std::vector<char>(4 * words)};
+        from_dev(a.bytes.data(), whole ? b.base : b.inner(), 4 * words);
+        r.arrays.emplace_back("data", std::move(a));
+    } else if (op == "guards") {  // {id, word}: how many guard words before and after the region changed
+        Buffer& b = buffer(q.s("id"));
+        uint32_t word = (uint32_t)q.i("word");
+        std::vector<uint32_t> w(b.before + b.n + b.after);
+        from_dev(w.data(), b.base, 4 * w.size());
+        long long before = 0, after = 0, first = -1;
+        for (size_t i = 0; i < b.before; i++) before += w[i] != word;
+        for (size_t i = 0; i < b.after; i++)
+            if (w[b.before + b.n + i] != word) {
+                if (first < 0) first = (long long)i;
+                after++;
+            }
+        r.meta = obj({{"before", std::to_string(before)}, {"after", std::to_string(after)}, {"first_after", std::to_string(first)}});
+    } else if (op == "rows") {  // {id, rows, cols}: some rows of a row-major matrix's inner region
+        Buffer& b = buffer(q.s("id"));
+        size_t cols = (size_t)q.i("cols");
+        const Json* rows = q.get("rows");
+        Array a{"data", "int32", {(long long)rows->arr.size(), (long long)cols}, std::vector<char>(4 * cols * rows->arr.size())};
+        for (size_t k = 0; k < rows->arr.size(); k++) {
+            size_t row = (size_t)rows->arr[k].integer;
+            if ((row + 1) * cols > b.n) throw std::runtime_error("rows: out of range");
+            from_dev(a.bytes.data() + 4 * cols * k, b.inner() + 4 * cols * row, 4 * cols);
+        }
+        r.arrays.emplace_back("data", std::move(a));
+    } else if (op == "free") {
+        for (auto& kv : BUFFERS) release(kv.second);
+        BUFFERS.clear();
+    } else if (op == "random") {  // {id, seed, relu}: the timed rounds' fresh inputs (rng_value)
+        Buffer& b = buffer(q.s("id"));
+        uint64_t seed = (uint64_t)q.i("seed");
+#ifdef RUNNER_CUDA
+        fill_random<<<1024, 256, 0, STREAM>>>((float*)b.inner(), b.n, seed, (int)q.flag("relu"));
+        cuda_ok(cudaStreamSynchronize(STREAM), "random inputs");
+#else
+        for (size_t i = 0; i < b.n; i++) ((float*)b.inner())[i] = rng_value(seed, (uint32_t)i, (int)q.flag("relu"));
+#endif
+    } else if (op == "stats") {  // {id, cols, colsum}: checksum, non-finite count, column sums
+        Buffer& b = buffer(q.s("id"));
+        size_t cols = (size_t)(q.i("cols") > 0 ? q.i("cols") : 1);
+        bool want_cols = q.flag("colsum");
+        unsigned long long sums[3] = {0, 0, 0};
+        std::vector<double> colsum(want_cols ? cols : 0, 0.0);
+#ifdef RUNNER_CUDA
+        unsigned long long* d_sums;
+        double* d_cols = nullptr;
+        cuda_ok(cudaMalloc(&d_sums, sizeof sums), "stats");
+        cuda_ok(cudaMemsetAsync(d_sums, 0, sizeof sums, STREAM), "stats");
+        if (want_cols) {
+            cuda_ok(cudaMalloc(&d_cols, 8 * cols), "stats");
+            cuda_ok(cudaMemsetAsync(d_cols, 0, 8 * cols, STREAM), "stats");
+        }
+        stats_kernel<<<264, 256, 0, STREAM>>>((const uint32_t*)b.inner(), b.n, cols, d_sums, d_cols);
+        cuda_ok(cudaStreamSynchronize(STREAM), "stats");
+        from_dev(sums, (const char*)d_sums, sizeof sums);
+        if (want_cols) from_dev(colsum.data(), (const char*)d_cols, 8 * cols);
+        cudaFree(d_sums);
+        cudaFree(d_cols);
+#else
+        const uint32_t* p = (const uint32_t*)b.inner();
+        for (size_t i = 0; i < b.n; i++) {
+            uint32_t v = p[i];
+            sums[0] += v;
+            sums[1] += (unsigned long long)v * (i % 61 + 1);
+            sums[2] += (v & 0x7f800000u) == 0x7f800000u;
+            if (want_cols) {
+                float f;
+                memcpy(&f, &v, 4);
+                colsum[i % cols] += f;
+            }
+        }
+#endif
+        r.meta = obj({{"sum", std::to_string(sums[0])}, {"weighted", std::to_string(sums[1])},
+                      {"nonfinite", std::to_string(sums[2])}});
+        if (want_cols)
+            r.arrays.emplace_back("colsum", Array{"colsum", "float64", {(long long)cols},
+                                                  std::vector<char>((char*)colsum.data(), (char*)colsum.data() + 8 * cols)});
+    } else if (op == "call") {  // {lib, fn, args: [{b, out} | {i} | {s}], device}: one launcher, synchronised
+        Call c = parse_call(q);
+#ifdef RUNNER_CUDA
+        bool gated = gate_close();
+        invoke(c, device);
+        std::string elsewhere;
+        if (gated) {
+            std::vector<std::pair<char*, size_t>> outputs;
+            for (size_t k = 0; k < c.bufs.size(); k++)
+                if (c.outs[k]) outputs.emplace_back(buffer(c.bufs[k]).inner(), 4 * buffer(c.bufs[k]).n);
+            elsewhere = gate_open_and_judge(outputs);
+        }
+        std::string err = library_error(*c.lib, true);
+        r.meta = obj({{"error", quote(err.empty() ? elsewhere : err)}});
+#else
+        invoke(c, device);
+        r.meta = obj({{"error", quote(library_error(*c.lib, true))}});
+#endif
+    } else if (op == "time") {  // {calls, flush, head_start_us, device}: one timed round
+        std::vector<Call> calls;
+        for (auto& c : q.get("calls")->arr) calls.push_back(parse_call(c));
+        r.meta = timed_round(calls, q.s("flush"), q.get("head_start_us") ? q.get("head_start_us")->num : 0.0, device);
+    } else if (op == "emu") {  // {fn, args, ret}: the CPU runtime's own API (cuda_emu_*: schedules, the profile)
+        std::string fn = q.s("fn");
+        if (fn.rfind("cuda_emu_", 0) != 0) throw std::runtime_error("emu: not a CPU-runtime function");
+        void* f = dlsym(library(q.s("lib", "sub")).handle, fn.c_str());
+        if (!f) throw std::runtime_error("emu: the library has no " + fn);
+        uint64_t a[6] = {};
+        const Json* args = q.get("args");
+        for (size_t k = 0; args && k < args->arr.size() && k < 6; k++) {
+            const Json& v = args->arr[k];
+            if (v.kind == Json::Obj) {  // {"a": name}: a pointer to one of the message's arrays
+                auto it = m.arrays.find(v.s("a"));
+                if (it == m.arrays.end()) throw std::runtime_error("emu: no array " + v.s("a"));
+                a[k] = (uint64_t)(uintptr_t)it->second.bytes.data();
+            } else {
+                a[k] = (uint64_t)v.integer;
+            }
+        }
+        typedef uint64_t (*F)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+        uint64_t v = ((F)f)(a[0], a[1], a[2], a[3], a[4], a[5]);
+        std::string ret = q.s("ret", "void");
+        if (ret == "str") r.meta = obj({{"value", v ? quote((const char*)(uintptr_t)v) : "null"}});
+        else if (ret == "int") r.meta = obj({{"value", std::to_string((int)v)}});
+    } else if (op == "device") {  // the GPU's name and size (grade.plausibility's float32 peak)
+#ifdef RUNNER_CUDA
+        cudaDeviceProp p;
+        int dev;
+        cuda_ok(cudaGetDevice(&dev), "device");
+        cuda_ok(cudaGetDeviceProperties(&p, dev), "device properties");
+        r.meta = obj({{"name", quote(p.name)}, {"sms", std::to_string(p.multiProcessorCount)}});
+#else
+        r.meta = obj({{"name", quote("cpu")}, {"sms", "0"}});
+#endif
+    } else {
+        throw std::runtime_error("unknown request " + op);
+    }
+    return r;
+}
+
+int main(int argc, char** argv) {
+    // Before any library of the submission is loaded: die with the worker, never dump core
+    // (the worker's memory is not ours to read, and ours holds nothing worth reading either).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_DUMPABLE, 0);
+    if (argc > 2) {
+        IN_FD = atoi(argv[1]);
+        OUT_FD = atoi(argv[2]);
+    }
+    if (argc > 3 && getppid() != atoi(argv[3])) return 5;  // the worker died before we asked to die with it
+#ifdef RUNNER_CUDA
+    // the context and our stream now (the worker starts us while the compiler may still run)
+    cudaError_t e = cudaStreamCreateWithFlags(&STREAM, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        Reply r;
+        r.meta = obj({{"fatal", quote(std::string("no GPU for the runner: ") + cudaGetErrorString(e))}});
+        send(r);
+        return 0;
+    }
+#endif
+    Reply ready;
+    ready.meta = obj({{"ready", "true"}});
+    send(ready);
+    Message m;
+    for (;;) {
+        try {
+            if (!recv(m)) return 0;
+        } catch (std::exception& ex) {
+            Reply r;
+            r.meta = obj({{"fatal", quote(ex.what())}});
+            send(r);
+            return 3;
+        }
+        if (m.meta.s("op") == "exit") return 0;
+        Reply r;
+        try {
+            r = handle(m);
+        } catch (std::exception& ex) {
+            r = Reply();
+            r.meta = obj({{"fail", quote(ex.what())}});
+        }
+        fflush(stdout);  // the kernel's printf reaches the log before the reply
+        send(r);
+    }
+}

@@ -1,0 +1,119 @@
+"""The native runner (grader/runner): the process a submission's library runs in holds nothing worth
+borrowing, draws the timed rounds' inputs exactly as the worker's copy does, and checks sums the same way."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from grader import grade
+from grader.runner import rng
+from grader.runner.build import runner_binary
+from grader.runner.client import Runner, RunnerFailed
+from grader.runner.memory import checksum
+
+SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = Runner(str(runner_binary("cpu")), "cpu")
+    yield r
+    r.close()
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_the_runner_draws_the_timed_inputs_bit_for_bit_as_the_worker(runner, relu):
+    n, seed = 4099, 0x5DEECE66D1234567
+    runner.alloc("X", n, 0)
+    runner.random("X", seed, relu)
+    got = runner.read("X")
+    want = rng.values(n, seed, relu).numpy().view(np.int32)
+    assert np.array_equal(got, want)
+    x = want.view(np.float32)
+    assert abs(x.mean()) < 0.1 and 0.9 < x.std() < 1.1  # zero mean, unit scale
+    zeros = np.count_nonzero(x == 0)
+    assert (zeros > n / 32) == relu  # ReLU inputs carry exact zeros (of both signs)
+    if relu:
+        assert np.count_nonzero(np.signbit(x) & (x == 0)) > 0
+    other = rng.values(n, seed + 1, relu).numpy()
+    assert np.count_nonzero(other == x) < n / 8  # another seed, other numbers
+
+
+def test_stats_checksum_and_column_sums_match_the_worker(runner):
+    x = torch.randn(37, 11)
+    runner.alloc("S", x.numel(), 0, data=x.numpy())
+    reply = runner.request("stats", id="S", cols=11, colsum=True)
+    assert (int(reply["sum"]), int(reply["weighted"])) == checksum(x)
+    assert np.allclose(reply["_arrays"]["colsum"], x.double().sum(0).numpy())
+    assert int(reply["nonfinite"]) == 0
+    y = x.clone()
+    y[3, 4], y[5, 0] = float("nan"), float("inf")
+    runner.write("S", y.numpy())
+    assert int(runner.request("stats", id="S", cols=11)["nonfinite"]) == 2
+    z = x.clone().view(-1)
+    z[[0, 1]] = z[[1, 0]]  # the same words in another order: the weighted sum sees it
+    assert checksum(z)[0] == checksum(x)[0] and checksum(z)[1] != checksum(x)[1]
+
+
+def test_the_runner_process_maps_no_interpreter_torch_or_blas(runner):
+    maps = Path(f"/proc/{runner.proc.pid}/maps").read_text().lower()
+    for name in ("python", "torch", "numpy", "blas", "mkl", "cublas"):
+        assert name not in maps, name
+
+
+def test_a_bad_request_is_refused_not_fatal(runner):
+    with pytest.raises(RunnerFailed, match="no buffer"):
+        runner.read("never allocated")
+    runner.alloc("ok", 1, 7)
+    assert runner.read("ok").tolist() == [7]
+
+
+def test_a_kernel_that_borrows_the_interpreter_finds_none():
+    """tests/submissions/borrow_interpreter.cu has numpy compute C through Python's C API, found in
+    its own process. In the Python worker it was correct on every shape; in the runner C stays poison.
+    (scan=False: the scan and link check refuse its dlsym; the real attack needs no forbidden symbol.)"""
+    r = grade.grade("naive", SUBMISSIONS / "borrow_interpreter.cu", backend="cpu", scan=False)
+    assert not r.correct and "never written" in r.message
+
+
+@pytest.mark.gpu
+def test_the_gpu_runner_draws_the_timed_inputs_as_the_worker_does_on_the_gpu():
+    r = Runner(str(runner_binary("cuda")), "cuda")
+    try:
+        for relu in (False, True):
+            r.alloc("X", 1 << 20, 0)
+            r.random("X", 987654321987, relu)
+            want = rng.values(1 << 20, 987654321987, relu, device="cuda").cpu().numpy().view(np.int32)
+            assert np.array_equal(r.read("X"), want)
+        x = rng.values(1 << 16, 5, device="cuda").view(64, 1024)
+        r.alloc("S", x.numel(), 0, data=x.cpu().numpy())
+        reply = r.request("stats", id="S", cols=1024, colsum=True)
+        assert (int(reply["sum"]), int(reply["weighted"])) == checksum(x)
+        assert np.allclose(reply["_arrays"]["colsum"], x.double().sum(0).cpu().numpy())
+    finally:
+        r.close()
+
+
+@pytest.mark.gpu
+def test_a_launcher_that_ignores_its_stream_fails_on_the_gpu():
+    r = grade.grade("naive", SUBMISSIONS / "gpu" / "default_stream.cu", backend="cuda")
+    assert r.compiled and not r.correct and "another stream" in r.message, r.message
+    good = grade.grade("naive", SUBMISSIONS / "good_naive.cu", backend="cuda", time_it=False)
+    assert good.correct, good.message
+
+
+def test_the_kernels_printf_reaches_the_verdicts_output(tmp_path):
+    """The runner writes to the worker's log (stdout and stderr), also when the worker was forked by the
+    warm template, whose descriptors 0-2 are close-on-exec: a runner started without them lost every
+    printf, and gave their numbers to its library, whose line lookups then failed."""
+    src = (SUBMISSIONS / "good_naive.cu").read_text()
+    marker = '#include <cstdio>\n__global__ void hello() { printf("hello from the kernel\\n"); }\n'
+    src = marker + src.replace("cudaStream_t stream) {", "cudaStream_t stream) {\n    hello<<<1, 1, 0, stream>>>();", 1)
+    assert "hello<<<" in src
+    path = tmp_path / "printf.cu"
+    path.write_text(src)
+    r = grade.grade("naive", path, backend="cpu", time_it=False)
+    assert r.correct, r.message
+    assert "hello from the kernel" in r.output
