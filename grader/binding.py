@@ -211,9 +211,8 @@ class KernelModule:
         self._lib.cuda_emu_set_outputs(n, names, ptrs, sizes, cols, outs)
         # the storage around each tensor (the worker's guard zones): a kernel's read there is out of bounds
         storages = [t.untyped_storage() for t in bound.values()]
-        self._lib.cuda_emu_set_allocations(
-            n, (ctypes.c_ulonglong * n)(*[s.data_ptr() for s in storages]), (ctypes.c_ulonglong * n)(*[s.nbytes() for s in storages])
-        )
+        bases = (ctypes.c_ulonglong * n)(*[s.data_ptr() for s in storages])
+        self._lib.cuda_emu_set_allocations(n, bases, (ctypes.c_ulonglong * n)(*[s.nbytes() for s in storages]))
 
     def configure_cpu(self, schedule_seed: int = 0, flags: int = 1) -> None:
         """CPU backend only: thread schedule (0 = in order) and diagnostics flags."""
