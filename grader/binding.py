@@ -176,6 +176,10 @@ class KernelModule:
         else:
             self._lib.cuda_emu_take_error.restype = ctypes.c_char_p
             self._lib.cuda_emu_configure.argtypes = [ctypes.c_uint, ctypes.c_int]
+            self._lib.cuda_emu_stream_create.restype = ctypes.c_void_p
+            self._lib.cuda_emu_expect_stream.argtypes = [ctypes.c_void_p]
+            # the launchers' stream: not the default one, so a launch that ignores its stream argument is caught
+            self._stream = self._lib.cuda_emu_stream_create()
 
     def check_error(self, what: str, synchronize: bool = False) -> None:
         """Raise KernelError if the last launch failed (CUDA error or CPU-backend diagnostic)."""
@@ -205,6 +209,10 @@ class KernelModule:
         device = 0 if self.exercise in contract.HOST else 2
         outs = (ctypes.c_int * n)(*[int(k in outputs) | device for k in bound])
         self._lib.cuda_emu_set_outputs(n, names, ptrs, sizes, cols, outs)
+        # the storage around each tensor (the worker's guard zones): a kernel's read there is out of bounds
+        storages = [t.untyped_storage() for t in bound.values()]
+        bases = (ctypes.c_ulonglong * n)(*[s.data_ptr() for s in storages])
+        self._lib.cuda_emu_set_allocations(n, bases, (ctypes.c_ulonglong * n)(*[s.nbytes() for s in storages]))
 
     def configure_cpu(self, schedule_seed: int = 0, flags: int = 1) -> None:
         """CPU backend only: thread schedule (0 = in order) and diagnostics flags."""
@@ -242,16 +250,18 @@ class KernelModule:
                 raise TypeError(f"launch.{launcher.name} takes ({', '.join(names)})")
             bound = dict(zip(names, tensors))
             dims = self._dims(launcher, bound)
-            stream = torch.cuda.current_stream().cuda_stream if self.backend == "cuda" else None
+            stream = torch.cuda.current_stream().cuda_stream if self.backend == "cuda" else self._stream
             args = [
                 bound[n].data_ptr() if n in bound else (stream if n == "stream" else dims[n])
                 for _, n in launcher.params
             ]
             if self.backend == "cpu":
                 self._set_buffers(bound, contract.outputs(launcher))
+                self._lib.cuda_emu_expect_stream(stream)  # work on another stream is reported
                 try:
                     fn(*args)
                 finally:  # forgotten after the call: later host code may reuse that memory
+                    self._lib.cuda_emu_expect_stream(None)
                     self._lib.cuda_emu_set_outputs(0, None, None, None, None, None)
                 return
             fn(*args)

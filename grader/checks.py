@@ -481,6 +481,18 @@ def error_hint(error: str, shape) -> str:
             "An out-of-bounds write: the bounds test must keep every thread whose row or column lies "
             "outside the matrix from storing (row < M, col < N)." + at
         )
+    if m := re.search(r"out-of-bounds read of (\w+)", error):
+        if m.group(1) in ("X", "dY", "mask"):
+            return (
+                "An out-of-bounds read: every load of X and dY (and of the mask's words) needs row < M and col < N "
+                "(or, flattened, i < M * N), in every path, including one for aligned sizes whose last block runs "
+                "past the end, and even where the value is not used." + at
+            )
+        return (
+            "An out-of-bounds read: check that each index uses the right dimension (A is M x K: A[row * K + k]; "
+            "B is K x N: B[k * N + col]) and that a bounds test comes before every load, even one whose value is "
+            "thrown away (a tile load needs row < M and col < N beside k < K; read bias[col] only for col < N)." + at
+        )
     if "wrote to its input" in error:
         return (
             "Only the output(s) may be written, even if the kernel puts the input back afterwards. Look for a "

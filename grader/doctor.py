@@ -152,7 +152,10 @@ def check_nvcc(m: Machine):
                 "(conda: cuda-nvcc; apt: cuda-toolkit-XX-Y), or set CUDA_HOME."
             )
             if m.gpu
-            else "Not needed without a GPU.",
+            else "Not needed without a GPU, but without it the CPU backend cannot run nvcc's device compile "
+            "(sm_75), which refuses what g++ accepts (a host function or std::min called in a kernel, over 48 KB "
+            "of static shared memory). To have it, install the CUDA toolkit (conda: cuda-nvcc; apt: cuda-toolkit-XX-Y) "
+            "or set CUDA_HOME.",
         )
     if m.gpu and torch_cuda and _major(nv) != _major(torch_cuda):
         return Finding(

@@ -2,7 +2,8 @@
 
 Two backends compile the same source:
   cuda: nvcc -c for the current GPU's architecture only, then nvcc -shared (about 1 s);
-  cpu:  g++ with the CPU backend's emulation header (grader.cpu).
+  cpu:  g++ with the CPU backend's emulation header (grader.cpu), and, where nvcc is installed, nvcc's
+        device compile for sm_75 beside it (what g++ accepts and nvcc refuses is a compile error there too).
 
 Between compiling and linking, the object of the submission's own translation unit is
 checked (grader/linkcheck.py): what it calls must be on its backend's allow-list, and its
@@ -25,18 +26,22 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import contract, linkcheck
-from .errors import CannotGrade, CompileError, Forbidden
+from .errors import CannotGrade, CompileError, Forbidden, GraderError
 from .procs import run_all
 
 # compile (-c); the link is `nvcc -shared`. -g1 for the host code: the call check names the learner's line.
 NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-Xcompiler", "-g1", "--std=c++17")
 REFUSED = "forbidden.txt"  # in a build's cache folder instead of kernel.so: the call check refused it
 COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
+# The CPU backend's device compile: the course's lowest GPU (a T4), device code only (-cubin: no host pass, which
+# g++ does; kernels/02_tiled.cu on the 2-core CI machine, 2026-12-03: 0.56-0.68 s against 1.37-1.51 s for -c).
+DEVICE_CHECK_ARCH = "sm_75"
 MAX_MESSAGE_LINES = 40
 
 # Appended after the learner's code (so their line numbers are untouched): lets the
@@ -168,7 +173,11 @@ def build(
         from . import cpu, hostcc
 
         hostcc.require()  # no g++, or clang: the machine's problem (exit 2), not the kernel's
+        # (a sanitize build re-runs a file that built already; GRADER_DEVICE_CHECK=0 skips it everywhere)
+        device_nvcc = None if sanitize or os.environ.get("GRADER_DEVICE_CHECK", "1") == "0" else find_nvcc()
         ident = f"cpu {cpu.toolchain_id()} sanitize={sanitize}"
+        if device_nvcc:
+            ident += f" device-check nvcc {nvcc_version()} {DEVICE_CHECK_ARCH}"
     else:
         raise CannotGrade(f"unknown backend {backend!r}: use cuda or cpu")
 
@@ -192,17 +201,23 @@ def build(
         else:
             from . import cpu
 
-            cpu.compile_library(
-                source,
-                work / "kernel.so",
-                filename=filename,
-                prelude=contract.declarations(exercise) if exercise else "",
-                sanitize=sanitize,
-                workdir=work,
-                timeout=timeout,
-                defines=extra_flags,
-                check_calls=check_calls,
-            )
+            device = _DeviceCompile(device_nvcc, source, exercise, filename, work, extra_flags, timeout)
+            try:
+                cpu.compile_library(
+                    source,
+                    work / "kernel.so",
+                    filename=filename,
+                    prelude=contract.declarations(exercise) if exercise else "",
+                    sanitize=sanitize,
+                    workdir=work,
+                    timeout=timeout,
+                    defines=extra_flags,
+                    check_calls=check_calls,
+                )
+            except GraderError:
+                device.check()  # nvcc's verdict first: it is the GPU's compiler
+                raise
+            device.check()
         _publish(work, out_dir)
     except Forbidden as e:  # cached like a build: the same file is refused at once next time
         shutil.rmtree(work, ignore_errors=True)
@@ -220,6 +235,48 @@ def build(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return Build(lib, backend, exercise, key, cached=False)
+
+
+class _DeviceCompile:
+    """nvcc's device compile of a CPU-backend build (none without nvcc), started at once in a thread so that it
+    runs beside g++; check() waits for it (within the build's time limit) and raises nvcc's CompileError.
+
+    Device code only (-cubin), for the course's lowest GPU (DEVICE_CHECK_ARCH): it refuses what g++ accepts (a
+    host function or std::min called from a kernel, a __device__ lambda without --extended-lambda, more than
+    48 KB of static shared memory). A failure that names neither the file nor ptxas (an nvcc that does not work
+    with this machine's g++) is the machine's, not the file's: ignored, the g++ build decides."""
+
+    def __init__(self, nvcc, source, exercise, filename, work: Path, extra_flags, timeout: float):
+        self.result: list[tuple[int, str]] | None = []
+        self.filename, self.work, self.exercise, self.timeout = filename, work, exercise, timeout
+        if not nvcc:
+            self.thread = None
+            return
+        src = work / "device_check.cu"
+        src.write_text(_with_prelude(source, exercise, filename))
+        cmd = [nvcc, f"-arch={DEVICE_CHECK_ARCH}", *NVCC_FLAGS, *extra_flags, "-cubin", "-o", str(work / "k.cubin"), str(src)]
+
+        def run():
+            self.result = run_all([cmd], work, timeout)
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def check(self) -> None:
+        if self.thread is None:
+            return
+        self.thread.join()  # run_all returns by the time limit: it kills nvcc then
+        if self.result is None:
+            raise CompileError(
+                f"nvcc's device compile did not finish within {self.timeout:.0f} s "
+                "(set GRADER_COMPILE_TIMEOUT or --compile-timeout to allow longer)."
+            )
+        returncode, out = self.result[0]
+        for f in ("device_check.cu", "k.cubin"):
+            (self.work / f).unlink(missing_ok=True)
+        name = re.escape(Path(self.filename).name)
+        if returncode and re.search(rf"{name}\(\d+\)|ptxas (error|fatal)", out):
+            raise CompileError(diagnostics(out, self.filename, self.work, self.exercise), out)
 
 
 def _publish(work: Path, out_dir: Path) -> None:

@@ -188,6 +188,13 @@ def test_nvcc_newer_than_the_driver_is_a_warning(monkeypatch):
     assert f.ok and f.warn and "newer than the driver" in f.fix
 
 
+def test_no_nvcc_without_a_gpu_is_a_warning_naming_what_the_cpu_backend_then_skips(monkeypatch):
+    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
+    monkeypatch.setattr(toolchain, "nvcc_version", lambda: None)
+    f = doctor.check_nvcc(doctor.Machine(torch=None, gpu=False))
+    assert f.ok and f.warn and "device compile" in f.fix and "CUDA_HOME" in f.fix
+
+
 def test_no_nvcc_with_a_gpu_fails(monkeypatch):
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
     monkeypatch.setattr(toolchain, "nvcc_version", lambda: None)

@@ -37,14 +37,16 @@ CPU_EXPECT = {
     "good_reversed_k.cu": (True, True, True, r"^correct on every shape"),
     "good_persistent_queue.cu": (True, True, True, r"^correct on every shape; access counts at \d+x\d+x\d+ meet"),
     "good_tiled_comment_mentions_cublas.cu": (True, True, True, r"^correct on every shape"),
-    "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
+    # B read with the wrong row stride: on the CPU backend, a read past B's end; on a GPU, wrong results
+    "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs|out-of-bounds read of B at wrong_index\.cu:7"),
     "transposed_operand.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
     "off_by_one_k.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "unwritten_tail.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "missing_bounds.cu": (True, False, False, r"wrote past the end of C|crashed|out of bounds|out-of-bounds"),
     "oob_write.cu": (True, False, False, r"crashed|out of bounds|out-of-bounds|illegal memory access"),
     "past_end_write.cu": (True, False, False, r"^at shape 1x1x1: wrote past the end of C: 1 element"),
-    "oob_read.cu": (True, False, False, r"computed from values read outside the inputs"),
+    # the read is reported where it happens (the guard zone after A); on a GPU its NaN marker shows in C
+    "oob_read.cu": (True, False, False, r"out-of-bounds read of (A|B) at oob_read\.cu:7: thread \(\d+,\d+,0\) reads"),
     "missing_barrier.cu": (True, False, False, r"race"),
     "divergent_barrier.cu": (True, False, False, r"divergent barrier"),
     "reduced_precision.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
@@ -109,7 +111,12 @@ CPU_EXPECT = {
         False,  # first wrong at the drawn long shape (K > 512)
         r"^wrong results on \d+ of \d+ inputs.\nC: .* at shape \d+x\d+x(5[1-9]\d|[6-9]\d\d|\d{4})\b",
     ),
-    "relu_flat_no_tail.cu": (True, False, False, r"wrote past the end of (Y|dX|mask)"),
+    "relu_flat_no_tail.cu": (
+        True,
+        False,
+        False,
+        r"wrote past the end of (Y|dX|mask)|out-of-bounds read of (X|dY|mask) at relu_flat_no_tail\.cu:\d+",
+    ),
     # the relu_mask contract: forward's outputs are read before backward runs, and backward gets
     # a mask the grader made, with X and Y poisoned
     "relu_lazy_forward.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs.\nY: .*never written"),
@@ -340,6 +347,36 @@ CPU_EXPECT = {
         r"global-memory race on C\[0\]\[0\]: .* of block \(0,0,1\) reads it at splitk_flag_released_early\.cu:20, but "
         r".* of block \(0,0,0\) wrote it at splitk_flag_released_early\.cu:19",
     ),
+    # the stream contract: the CPU backend hands the launcher a stream of its own and reports work elsewhere
+    "stream_ignored.cu": (
+        True,
+        False,
+        False,
+        r"the launcher launches kernel k on the default stream \(0\) at stream_ignored\.cu:13, but the launcher's "
+        r"stream is stream 0x",
+    ),
+    # reads outside a buffer whose values are thrown away: the result is right, the read is reported with its line
+    "tile_load_k_guard_only.cu": (
+        True,
+        False,
+        False,
+        r"out-of-bounds read of (A|B) at tile_load_k_guard_only\.cu:(9|10): thread .* past the end of the",
+    ),
+    "bias_read_before_column_test.cu": (
+        True,
+        False,
+        False,
+        r"gemm_relu: out-of-bounds read of bias at bias_read_before_column_test\.cu:7: thread \(\d+,0,0\) reads "
+        r"bias\[\d+\], past the end of the \d+-element array",
+    ),
+    # limits a GPU enforces at a launch
+    "launch_bounds_exceeded.cu": (
+        True,
+        False,
+        False,
+        r"kernel k was launched with 256 threads per block, more than its __launch_bounds__\(128\) at "
+        r"launch_bounds_exceeded\.cu:3 allows",
+    ),
 }
 # issue 22: what the student cannot predict (the profile shape, the inputs' scale and special values, sizes past
 # 2^18 floats) and hints that named the wrong cause
@@ -387,6 +424,7 @@ SUB_EXERCISE = {
     "relu_mask_atomic_and.cu": "relu_mask",
     "good_relu_mask_memset_then_atomic_and.cu": "relu_mask",
     "gemm_relu_host_fills_device_arrays.cu": "gemm_relu",
+    "bias_read_before_column_test.cu": "gemm_relu",
 }
 SUB_EXERCISE |= {
     "profile_shape_tiled_at_256.cu": "tiled",
@@ -414,10 +452,15 @@ GPU_ANY_FAILURE = {
     "host_compute_via_symbol.cu",
     "profile_padding_broadcasts.cu",  # uncoalesced: too slow
     "profile_padding_sector_loads.cu",
+    "launch_bounds_exceeded.cu",  # the GPU refuses the launch: C stays unwritten
 }  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
 GPU_UNDEFINED = {"divergent_barrier.cu"}
+# ...and a launch on the default stream: right on a GPU wherever the caller's stream is the default one too
+GPU_UNDEFINED |= {"stream_ignored.cu"}
+# ...and a read past a buffer whose value is never used: right on a GPU unless it faults
+GPU_UNDEFINED |= {"tile_load_k_guard_only.cu", "bias_read_before_column_test.cu"}
 # ...as are the pipeline bugs: whether a copy lands before the read that races with it is timing
 GPU_UNDEFINED |= {"pipeline_missing_wait.cu", "pipeline_missing_sync.cu", "pipeline_wrong_stage.cu"}
 # ...and whether slice 1's atomicAdd lands before slice 0's store; a row of A doubled and restored by the one block
@@ -452,7 +495,7 @@ GPU_UNDEFINED |= {
     "splitk_flag_released_early.cu",
 }
 HINTS = {  # file -> regex on the hint (either backend)
-    "wrong_index.cu": r"wrong dimension",
+    "wrong_index.cu": r"wrong dimension|uses the right dimension",
     "unwritten_tail.cu": r"never written",
     "off_by_one_k.cu": r"loop over k",
     "reduced_precision.cu": r"half, bfloat16 or TF32",
@@ -465,7 +508,7 @@ HINTS = {  # file -> regex on the hint (either backend)
     "float4_a_checks_n.cu": r"K % 4 == 0",
     "pipeline_misaligned.cu": r"__pipeline_memcpy_async\) needs an address aligned(.|\n)*K % 4 == 0",
     "row_cache_128.cu": r"shapes where K > \d+",
-    "relu_flat_no_tail.cu": r"Y and dX .*N is a multiple of (32|128); M is not",
+    "relu_flat_no_tail.cu": r"(Y and dX|X and dY) .*N is a multiple of (32|128); M is not",
     "relu_lazy_forward.cu": r"relu_forward wrote nothing",
     "relu_backward_ignores_mask.cu": r"relu_backward .*mask it is given",
     "relu_bit_order.cu": r"bit order is reversed",
@@ -475,6 +518,8 @@ HINTS = {  # file -> regex on the hint (either backend)
     "mlp_relu_backward_sign.cu": r"gemm_relu is right, relu_backward is not.*mask it is given",
     "mlp_relu_backward_stash.cu": r"gemm_relu is right, relu_backward is not.*mask it is given",
     "mlp_gemm_square_only.cu": r"never written|non-square",
+    "tile_load_k_guard_only.cu": r"tile load needs row < M and col < N",
+    "bias_read_before_column_test.cu": r"bias\[col\] only for col < N",
 }
 HINTS |= {
     "gemm_skips_tiny_a.cu": r"not unit-scale randn \(A x 2\^-24, B x 2\^24\)",

@@ -98,3 +98,56 @@ def test_a_timeout_kills_the_compilers_children_too():
 
     assert not [p for p in os.listdir("/proc") if p.isdigit() and secs.encode() in cmdline(p)]
     assert procs.run_all([["sh", "-c", "echo hi"]], timeout=5) == [(0, "hi\n")]
+
+
+# What g++ accepts and nvcc refuses: the CPU backend also runs nvcc's device compile (sm_75) where nvcc is installed.
+NVCC_ONLY_ERRORS = {
+    "std_min_in_device_code": (
+        ("#include <cuda_runtime.h>", "#include <cuda_runtime.h>\n#include <algorithm>"),
+        ("C[row * N + col] = s;", "C[row * N + col] = std::min(s, 1e30f);"),
+        r"mine\.cu\(5\): error: calling a constexpr __host__ function",
+    ),
+    "host_function_called_by_a_kernel": (
+        ("__global__ void k(", "float twice(float v) { return 2 * v; }\n__global__ void k("),
+        ("C[row * N + col] = s;", "C[row * N + col] = twice(s);"),
+        r"mine\.cu\(5\): error: calling a __host__ function",
+    ),
+    "device_lambda_without_extended_lambda": (
+        ("dim3 block(16, 16)", "auto f = [] __device__ (float v) { return v; }; (void)f; dim3 block(16, 16)"),
+        ("", ""),
+        r"mine\.cu\(7\): error: __host__ or __device__ annotation on lambda requires --extended-lambda",
+    ),
+    "static_shared_memory_over_48_kb": (
+        ("float s = 0;", "__shared__ float big[12289]; big[threadIdx.x] = 1.f; float s = big[(threadIdx.x + 1) % 64];"),
+        ("", ""),
+        r"ptxas error\s*: Entry function .* uses too much shared data \(0xc004 bytes, 0xc000 max\)",
+    ),
+}
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("case", sorted(NVCC_ONLY_ERRORS))
+def test_the_cpu_backend_refuses_what_nvcc_refuses(case):
+    import re
+
+    (a, b), (c, d), pattern = NVCC_ONLY_ERRORS[case]
+    src = GOOD.replace(a, b).replace(c, d)
+    assert src != GOOD
+    with pytest.raises(CompileError) as e:
+        toolchain.build(src, backend="cpu", exercise="naive", filename="mine.cu")
+    assert re.search(pattern, str(e.value)), str(e.value)
+    assert "/tmp" not in str(e.value)
+
+
+@pytest.mark.nvcc
+def test_the_device_compile_runs_beside_g_plus_plus_and_a_good_file_builds():
+    build = toolchain.build(GOOD, backend="cpu", exercise="naive", filename="mine.cu")
+    assert build.path.exists() and not build.cached
+
+
+def test_without_nvcc_the_cpu_backend_builds_as_before(monkeypatch):
+    monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
+    src = GOOD.replace("C[row * N + col] = s;", "C[row * N + col] = std::min(s, 1e30f);").replace(
+        "#include <cuda_runtime.h>", "#include <cuda_runtime.h>\n#include <algorithm>"
+    )
+    assert toolchain.build(src, backend="cpu", exercise="naive", filename="mine.cu").path.exists()

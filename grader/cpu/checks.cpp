@@ -198,6 +198,7 @@ void register_shared(const void* p, size_t bytes, const char* name, const unsign
     // contents at block start are undefined, so a kernel that reads before it writes must show.
     std::memset(const_cast<void*>(p), 0xff, bytes);
     add_range((uintptr_t)p, bytes, name, dims, rank, elem, false);
+    note_static_shared(bytes);  // the running kernel's: a GPU's limit on static shared memory applies
 }
 
 void checks_new_launch() {
@@ -277,6 +278,7 @@ inline __attribute__((always_inline)) void on_access(void* p, size_t n, bool wri
     const uintptr_t a = (uintptr_t)p;
     if (__builtin_expect(a - g_host_lo < g_host_span, 0)) return host_access(p, n, write, pc);  // no kernel runs
     if (write && a - g_in_lo < g_in_span) input_write(p, n, pc);  // a kernel's store into an input
+    if (!write && a - g_oob_lo < g_oob_span) oob_read(p, n, pc);  // a load outside a buffer, in its allocation
     if (a - g_lo < g_span) access(p, n, write, pc);
     else if (a - g_glo < g_gspan) {
         if (g_race_outputs) global_access(p, n, write, pc);

@@ -105,6 +105,13 @@ CUDA_EMU_API int set_max_dyn_smem(const void* fn, int bytes);  // 0, or 1 when o
 CUDA_EMU_API int take_launch_status();
 CUDA_EMU_API int device_attribute(int attr, int* value);  // cudaDeviceGetAttribute of the emulated GPU
 CUDA_EMU_API void trap(int line, const char* what);
+// __launch_bounds__(max_threads[, min_blocks[, max_cluster]]) of the running kernel (rewrite.py calls it at the top
+// of its body, `line`: the attribute's): a launch of more threads per block fails, as on a GPU.
+CUDA_EMU_API void launch_bounds(int line, long long max_threads, long long = 0, long long = 0);
+// The stream contract (cuda_emu_expect_stream, runtime.cpp): false when `s` is not the stream the launcher was
+// given (the call is then reported, with `line`, and not run). what: "launches kernel NAME" or the call's name.
+CUDA_EMU_API bool stream_ok(const void* s, const char* what, const char* kernel, int line);
+CUDA_EMU_API long long host_clock_ns();  // CLOCK_MONOTONIC, for events
 // Atomics tell the output race detector (globals.cpp) what they touch: an atomic against a plain
 // load or store of the same word by an unordered thread is a race; two atomics are not.
 // op: 1 add/sub, 2 exch, 3 min, 4 max, 5 or, 6 and, 7 xor; 0 cas/inc/dec (locks, queues: never a conflict), and an
@@ -132,6 +139,10 @@ struct DeviceVarReg {
     }
 };
 
+template <class S> static inline const void* stream_of(S&& s) {  // a launch's stream: 0, nullptr or a handle
+    if constexpr (std::is_integral_v<std::decay_t<S>>) return (const void*)(uintptr_t)s;
+    else return (const void*)s;
+}
 template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
 template <class K, class Tup> static void run_thread(void* p) {
     auto* c = static_cast<LaunchCtx<K, Tup>*>(p);
@@ -139,8 +150,9 @@ template <class K, class Tup> static void run_thread(void* p) {
 }
 // `kern<<<g, b, smem, stream>>>(args)` is rewritten into this call.
 template <class S, class... P, class... A>
-static void launch(const char* name, int line, bool fibers, dim3 g, dim3 b, size_t smem, S&&,
+static void launch(const char* name, int line, bool fibers, dim3 g, dim3 b, size_t smem, S&& stream,
                    void (*fn)(P...), A&&... args) {
+    if (!stream_ok(stream_of(stream), "launches kernel", name, line)) return;
     using Tup = std::tuple<std::decay_t<P>...>;
     Tup tup(std::forward<A>(args)...);
     LaunchCtx<void (*)(P...), Tup> ctx{fn, &tup};
@@ -346,7 +358,7 @@ typedef int cudaError_t;
 enum : int {
     cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9, cudaErrorInvalidPitchValue = 12, cudaErrorInvalidDevice = 101,
-    cudaErrorLaunchFailure = 719,
+    cudaErrorLaunchOutOfResources = 701, cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                       cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
@@ -372,15 +384,17 @@ static inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree
 static inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind, int line = __builtin_LINE()) {
     ::cuda_emu::device_copy(d, s, n, 0, 0, line); return cudaSuccess;
 }
-static inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t = nullptr,
+static inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t st = nullptr,
                                           int line = __builtin_LINE()) {
-    ::cuda_emu::device_copy(d, s, n, 0, 0, line); return cudaSuccess;
+    if (::cuda_emu::stream_ok(st, "cudaMemcpyAsync", nullptr, line)) ::cuda_emu::device_copy(d, s, n, 0, 0, line);
+    return cudaSuccess;
 }
 static inline cudaError_t cudaMemset(void* d, int v, size_t n, int line = __builtin_LINE()) {
     ::cuda_emu::device_copy(d, nullptr, n, 1, v, line); return cudaSuccess;
 }
-static inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t = nullptr, int line = __builtin_LINE()) {
-    ::cuda_emu::device_copy(d, nullptr, n, 1, v, line); return cudaSuccess;
+static inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t st = nullptr, int line = __builtin_LINE()) {
+    if (::cuda_emu::stream_ok(st, "cudaMemsetAsync", nullptr, line)) ::cuda_emu::device_copy(d, nullptr, n, 1, v, line);
+    return cudaSuccess;
 }
 // Pitched copies and memsets: one checked copy per row; a pitch below the width is cudaErrorInvalidPitchValue, as
 // on a GPU (nothing is copied), and rows that run past the end of a device buffer are reported.
@@ -389,8 +403,9 @@ static inline cudaError_t cudaMemcpy2D(void* d, size_t dpitch, const void* s, si
     return ::cuda_emu::device_copy2d(d, dpitch, s, spitch, width, height, 0, 0, line);
 }
 static inline cudaError_t cudaMemcpy2DAsync(void* d, size_t dpitch, const void* s, size_t spitch, size_t width,
-                                            size_t height, cudaMemcpyKind, cudaStream_t = nullptr,
+                                            size_t height, cudaMemcpyKind, cudaStream_t st = nullptr,
                                             int line = __builtin_LINE()) {
+    if (!::cuda_emu::stream_ok(st, "cudaMemcpy2DAsync", nullptr, line)) return cudaSuccess;
     return ::cuda_emu::device_copy2d(d, dpitch, s, spitch, width, height, 0, 0, line);
 }
 static inline cudaError_t cudaMemset2D(void* d, size_t pitch, int v, size_t width, size_t height,
@@ -398,7 +413,8 @@ static inline cudaError_t cudaMemset2D(void* d, size_t pitch, int v, size_t widt
     return ::cuda_emu::device_copy2d(d, pitch, nullptr, pitch, width, height, 1, v, line);
 }
 static inline cudaError_t cudaMemset2DAsync(void* d, size_t pitch, int v, size_t width, size_t height,
-                                            cudaStream_t = nullptr, int line = __builtin_LINE()) {
+                                            cudaStream_t st = nullptr, int line = __builtin_LINE()) {
+    if (!::cuda_emu::stream_ok(st, "cudaMemset2DAsync", nullptr, line)) return cudaSuccess;
     return ::cuda_emu::device_copy2d(d, pitch, nullptr, pitch, width, height, 1, v, line);
 }
 // Rows padded to the GPU's pitch alignment (512 bytes on an H200).
@@ -418,8 +434,10 @@ template <class T> static inline cudaError_t cudaMemcpyToSymbol(T& sym, const vo
 }
 template <class T> static inline cudaError_t cudaMemcpyToSymbolAsync(T& sym, const void* s, size_t n, size_t off = 0,
                                                                       cudaMemcpyKind = cudaMemcpyHostToDevice,
-                                                                      cudaStream_t = nullptr, int line = __builtin_LINE()) {
-    ::cuda_emu::device_copy((char*)&sym + off, s, n, 2, 0, line); return cudaSuccess;
+                                                                      cudaStream_t st = nullptr, int line = __builtin_LINE()) {
+    if (::cuda_emu::stream_ok(st, "cudaMemcpyToSymbolAsync", nullptr, line))
+        ::cuda_emu::device_copy((char*)&sym + off, s, n, 2, 0, line);
+    return cudaSuccess;
 }
 template <class T> static inline cudaError_t cudaMemcpyFromSymbol(void* d, const T& sym, size_t n, size_t off = 0,
                                                                    cudaMemcpyKind = cudaMemcpyDeviceToHost,
@@ -428,11 +446,14 @@ template <class T> static inline cudaError_t cudaMemcpyFromSymbol(void* d, const
 }
 template <class T> static inline cudaError_t cudaMemcpyFromSymbolAsync(void* d, const T& sym, size_t n, size_t off = 0,
                                                                         cudaMemcpyKind = cudaMemcpyDeviceToHost,
-                                                                        cudaStream_t = nullptr,
+                                                                        cudaStream_t st = nullptr,
                                                                         int line = __builtin_LINE()) {
-    ::cuda_emu::device_copy(d, (const char*)&sym + off, n, 3, 0, line); return cudaSuccess;
+    if (::cuda_emu::stream_ok(st, "cudaMemcpyFromSymbolAsync", nullptr, line))
+        ::cuda_emu::device_copy(d, (const char*)&sym + off, n, 3, 0, line);
+    return cudaSuccess;
 }
-// One emulated GPU (device 0), with the H200's properties and the CPU backend's limits.
+// One emulated GPU (device 0): a Tesla T4, the course's lowest (sm_75), with its limits; deviceQuery's figures
+// (chiemon.github.io/2024/12/25/显卡信息.html). CUDA_EMU_MAX_DYN_SMEM plays a GPU with more shared memory per block.
 enum cudaDeviceAttr {
     cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMaxBlockDimX = 2, cudaDevAttrMaxBlockDimY = 3,
     cudaDevAttrMaxBlockDimZ = 4, cudaDevAttrMaxGridDimX = 5, cudaDevAttrMaxGridDimY = 6, cudaDevAttrMaxGridDimZ = 7,
@@ -470,42 +491,47 @@ static inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d
 static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
     if (d != 0) return cudaErrorInvalidDevice;
     std::memset(p, 0, sizeof *p);
-    std::strcpy(p->name, "CPU backend (an H200's properties)");
+    std::strcpy(p->name, "Tesla T4");
     auto a = [](cudaDeviceAttr x) { int v = 0; ::cuda_emu::device_attribute((int)x, &v); return v; };
-    p->totalGlobalMem = (size_t)141 << 30;
+    p->totalGlobalMem = 15843721216ull;
     p->sharedMemPerBlock = a(cudaDevAttrMaxSharedMemoryPerBlock);
     p->regsPerBlock = a(cudaDevAttrMaxRegistersPerBlock);
-    p->warpSize = 32;
-    p->memPitch = (size_t)1 << 31;
-    p->maxThreadsPerBlock = 1024;
-    p->maxThreadsDim[0] = 1024; p->maxThreadsDim[1] = 1024; p->maxThreadsDim[2] = 64;
-    p->maxGridSize[0] = 2147483647; p->maxGridSize[1] = 65535; p->maxGridSize[2] = 65535;
+    p->warpSize = a(cudaDevAttrWarpSize);
+    p->memPitch = 2147483647;
+    p->maxThreadsPerBlock = a(cudaDevAttrMaxThreadsPerBlock);
+    p->maxThreadsDim[0] = a(cudaDevAttrMaxBlockDimX); p->maxThreadsDim[1] = a(cudaDevAttrMaxBlockDimY);
+    p->maxThreadsDim[2] = a(cudaDevAttrMaxBlockDimZ);
+    p->maxGridSize[0] = a(cudaDevAttrMaxGridDimX); p->maxGridSize[1] = a(cudaDevAttrMaxGridDimY);
+    p->maxGridSize[2] = a(cudaDevAttrMaxGridDimZ);
     p->clockRate = a(cudaDevAttrClockRate);
-    p->totalConstMem = 65536;
-    p->major = 9; p->minor = 0;
+    p->totalConstMem = a(cudaDevAttrTotalConstantMemory);
+    p->major = a(cudaDevAttrComputeCapabilityMajor); p->minor = a(cudaDevAttrComputeCapabilityMinor);
     p->textureAlignment = 512;
     p->multiProcessorCount = a(cudaDevAttrMultiProcessorCount);
     p->memoryClockRate = a(cudaDevAttrMemoryClockRate);
     p->memoryBusWidth = a(cudaDevAttrGlobalMemoryBusWidth);
     p->l2CacheSize = a(cudaDevAttrL2CacheSize);
-    p->maxThreadsPerMultiProcessor = 2048;
+    p->maxThreadsPerMultiProcessor = a(cudaDevAttrMaxThreadsPerMultiProcessor);
     p->sharedMemPerMultiprocessor = a(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
-    p->regsPerMultiprocessor = 65536;
+    p->regsPerMultiprocessor = a(cudaDevAttrMaxRegistersPerMultiprocessor);
     p->sharedMemPerBlockOptin = a(cudaDevAttrMaxSharedMemoryPerBlockOptin);
-    p->maxBlocksPerMultiProcessor = 32;
-    p->concurrentKernels = 1; p->cooperativeLaunch = 0; p->unifiedAddressing = 1;
+    p->maxBlocksPerMultiProcessor = a(cudaDevAttrMaxBlocksPerMultiprocessor);
+    p->concurrentKernels = a(cudaDevAttrConcurrentKernels); p->cooperativeLaunch = a(cudaDevAttrCooperativeLaunch);
+    p->unifiedAddressing = a(cudaDevAttrUnifiedAddressing);
     return cudaSuccess;
 }
-// Events. Kernels run to the end when launched here, so every event is complete when recorded; nothing is
-// timed on the CPU backend, so an elapsed time is 0 ms (a launcher may time itself; the grader times on a GPU).
-struct CUevent_st { int recorded; };
+// Events. Kernels run to the end when launched here, so every event is complete when recorded, and holds the host
+// clock of its record: an elapsed time is the host time between the two (a launcher may time itself; the grader
+// times on a GPU). At least a GPU event's resolution (about 0.5 us), never 0.
+struct CUevent_st { int recorded; long long ns; };
 typedef CUevent_st* cudaEvent_t;
 enum : unsigned { cudaEventDefault = 0, cudaEventBlockingSync = 1, cudaEventDisableTiming = 2, cudaEventInterprocess = 4 };
-static inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = new CUevent_st{0}; return cudaSuccess; }
+static inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = new CUevent_st{0, 0}; return cudaSuccess; }
 static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
 static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
     if (!e) return cudaErrorInvalidValue;
     e->recorded = 1;
+    e->ns = ::cuda_emu::host_clock_ns();
     return cudaSuccess;
 }
 static inline cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s = nullptr, unsigned = 0) {
@@ -518,7 +544,9 @@ static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t e, unsig
 }
 static inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
     if (!ms || !a || !b || !a->recorded || !b->recorded) return cudaErrorInvalidValue;
-    *ms = 0.0f;
+    long long ns = b->ns - a->ns;
+    if (ns >= 0 && ns < 500) ns = 500;
+    *ms = (float)(ns / 1e6);
     return cudaSuccess;
 }
 static inline cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
@@ -526,16 +554,23 @@ static inline cudaError_t cudaGetLastError() { return ::cuda_emu::take_launch_st
 static inline cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// Streams: distinct non-null handles (the caller's, cuda_emu_stream_create; a kernel file may not create its own).
+extern "C" cudaStream_t cuda_emu_stream_create(void);
+static inline cudaError_t cudaStreamCreate(cudaStream_t* s) { *s = cuda_emu_stream_create(); return cudaSuccess; }
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+static inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 static inline const char* cudaGetErrorName(cudaError_t e) {
     return e == cudaSuccess ? "cudaSuccess" : e == cudaErrorInvalidValue ? "cudaErrorInvalidValue"
          : e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
          : e == cudaErrorInvalidConfiguration ? "cudaErrorInvalidConfiguration"
          : e == cudaErrorInvalidPitchValue ? "cudaErrorInvalidPitchValue"
-         : e == cudaErrorInvalidDevice ? "cudaErrorInvalidDevice" : "cudaErrorLaunchFailure";
+         : e == cudaErrorInvalidDevice ? "cudaErrorInvalidDevice"
+         : e == cudaErrorLaunchOutOfResources ? "cudaErrorLaunchOutOfResources" : "cudaErrorLaunchFailure";
 }
 static inline const char* cudaGetErrorString(cudaError_t e) {
     return e == cudaSuccess ? "no error" : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
          : e == cudaErrorInvalidPitchValue ? "invalid pitch argument"
+         : e == cudaErrorLaunchOutOfResources ? "too many resources requested for launch"
          : "unspecified launch failure (see the CPU backend's message)";
 }
 template <class F> static inline cudaError_t cudaFuncSetAttribute(F* fn, cudaFuncAttribute a, int v) {

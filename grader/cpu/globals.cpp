@@ -27,7 +27,11 @@
 // reported with the caller's line. While a kernel runs, a store into an input is reported.
 #include "runtime_internal.h"
 
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -35,7 +39,7 @@
 namespace cuda_emu {
 
 bool g_race_outputs = false;
-uintptr_t g_host_lo = 0, g_host_span = 0, g_in_lo = 0, g_in_span = 0;
+uintptr_t g_host_lo = 0, g_host_span = 0, g_in_lo = 0, g_in_span = 0, g_oob_lo = 0, g_oob_span = 0;
 
 namespace {
 
@@ -287,10 +291,16 @@ struct Buf {
     std::string name;
     int cols;
     bool output;
+    uintptr_t alo = 0, ahi = 0;  // the allocation around it, when it has room outside the buffer (guard zones)
 };
 std::vector<Buf> g_bufs;       // every buffer the launcher call was given
 bool g_device = false;         // ... and they are device memory (flags bit 1: not a host exercise)
-struct Span { uintptr_t lo, hi; int line = 0; const char* name = nullptr; };
+struct Span {
+    uintptr_t lo, hi;
+    int line = 0;
+    const char* name = nullptr;
+    size_t mapped = 0;  // a cudaMalloc block of its own pages (mmap): [lo, lo + mapped), a PROT_NONE page after
+};
 // cudaMalloc's blocks (line: the cudaMalloc's), and the __device__ / __constant__ variables (name: theirs)
 std::vector<Span> g_blocks;
 // the race detector's shadows of each cudaMalloc block, kept between launches (clocks tell stale entries)
@@ -319,6 +329,11 @@ bool one_word(const void* p, size_t n) {  // [p, p+n) is one 4-byte word repeate
     return true;
 }
 bool g_in_launch = false;
+// Allocations that hold the launch's buffers with room around them (cuda_emu_set_allocations: torch tensors inside
+// guarded storage; and the runtime's own cudaMalloc blocks): a kernel's read there, outside every buffer, is out of
+// bounds. Watched while a kernel runs: [g_oob_lo, +g_oob_span) spans them.
+struct Alloc { uintptr_t lo, hi; };
+std::vector<Alloc> g_allocs;
 
 bool overlaps(uintptr_t lo, uintptr_t hi, uintptr_t a, size_t n) { return a < hi && a + n > lo; }
 
@@ -410,6 +425,37 @@ void input_write(const void* p, size_t n, const void* pc) {
     }
 }
 
+// A kernel's load in an allocation that holds a launch buffer (the window), but not inside a buffer: past its end
+// or before its start. On a GPU it reads whatever lies there (a guard zone, another buffer) or faults.
+void oob_read(const void* p, size_t n, const void* pc) {
+    static size_t last = 0;  // the buffer the last in-bounds read hit: most reads hit it again
+    const uintptr_t a = (uintptr_t)p;
+    if (last < g_bufs.size() && a - g_bufs[last].lo <= g_bufs[last].hi - g_bufs[last].lo - n) return;
+    const Buf* near = nullptr;
+    for (size_t i = 0; i < g_bufs.size(); ++i) {
+        const Buf& b = g_bufs[i];
+        if (b.hi - b.lo >= n && a - b.lo <= b.hi - b.lo - n) { last = i; return; }
+        if (b.ahi > b.alo && a + n > b.alo && a < b.ahi) near = &b;
+    }
+    if (!near) return;  // between the allocations
+    const Buf& b = *near;
+    const long long words = (long long)((b.hi - b.lo) / 4), e = ((long long)a - (long long)b.lo) / 4 -
+                                                                  ((long long)a < (long long)b.lo && (b.lo - a) % 4);
+    const bool past = a + n > b.hi;
+    std::string el = b.cols > 0 && e >= 0 ? b.name + "[" + std::to_string(e / b.cols) + "][" + std::to_string(e % b.cols) + "]"
+                                          : b.name + "[" + std::to_string(e) + "]";
+    std::string shape = b.cols > 0 ? std::to_string(words / b.cols) + "x" + std::to_string(b.cols) + " "
+                                   : std::to_string(words) + "-element ";
+    const size_t off = past ? a + n - b.hi : b.lo - a;
+    report("out-of-bounds read of %s at %s: thread %s reads %s, %s the %sarray (%zu byte%s %s it); on a GPU that "
+           "reads whatever lies there, or faults. Every load needs its bounds test, even one whose value is not used "
+           "(a tile load guarded only by k < K needs row < M too; a bias read before the column test)",
+           b.name.c_str(), source_line(pc).c_str(), thread_name(g_linear).c_str(), el.c_str(),
+           past ? "past the end of" : "before the start of", shape.c_str(), off, off == 1 ? "" : "s",
+           past ? "past" : "before");
+    abandon_thread();
+}
+
 void atomic_access(const void* p, size_t n, const void* pc, int op) {
     const uintptr_t a = (uintptr_t)p;
     if (a - g_host_lo < g_host_span) return host_access(p, n, true, pc);  // an atomic in host code
@@ -430,7 +476,109 @@ static void mem_range(void* d, const void* s, size_t n, const void* pc) {
     }
 }
 
+// ---- protection of cudaMalloc's blocks ----------------------------------------------------------------------
+// Each block has pages of its own (and a PROT_NONE page after them), which are PROT_NONE except while a kernel
+// runs and inside the runtime's own copies: host code that touches a block, by any route (its own loads, a
+// library function, a copy the instrumentation does not see), faults. The fault handler (installed with the
+// first block, chained to the one before it) notes the access, opens the block so the access completes, and
+// the note becomes the launcher call's error at the next runtime call: host code touching device memory, with
+// its line. Sanitize builds keep heap blocks (AddressSanitizer must see overflows) and the hooks' detection.
+namespace {
+#ifndef CUDA_EMU_ASAN
+constexpr size_t kPage = 4096;
+int g_open = 0;  // nesting of the scopes in which device memory is open (kernels, the runtime's copies)
+struct HostFault { void* addr; void* pc; int write; };  // write: 1, 0, or -1 when the CPU does not say
+volatile sig_atomic_t g_fault_pending = 0;
+HostFault g_host_fault{};
+struct sigaction g_prev_segv;
+bool g_segv_installed = false;
+
+void protect_blocks(int prot) {
+    for (const Span& b : g_blocks)
+        if (b.mapped) mprotect((void*)b.lo, b.mapped, prot);
+}
+
+void host_fault_handler(int sig, siginfo_t* si, void* uc) {
+    const uintptr_t a = (uintptr_t)si->si_addr;
+    for (const Span& b : g_blocks)  // (no allocation: a plain walk of the vector)
+        if (b.mapped && a - b.lo < b.mapped && si->si_code > 0) {
+            if (!g_fault_pending) {
+                g_host_fault.addr = si->si_addr;
+#if defined(__x86_64__) && defined(__linux__)
+                g_host_fault.pc = (void*)((ucontext_t*)uc)->uc_mcontext.gregs[REG_RIP];
+                g_host_fault.write = (((ucontext_t*)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+                g_host_fault.pc = nullptr;
+                g_host_fault.write = -1;
+#endif
+                g_fault_pending = 1;
+            }
+            mprotect((void*)b.lo, b.mapped, PROT_READ | PROT_WRITE);  // the access completes; closed again later
+            return;
+        }
+    // not a block: the handler that was there before
+    if (g_prev_segv.sa_flags & SA_SIGINFO) {
+        if (g_prev_segv.sa_sigaction) return g_prev_segv.sa_sigaction(sig, si, uc);
+    } else if (g_prev_segv.sa_handler != SIG_DFL && g_prev_segv.sa_handler != SIG_IGN) {
+        return g_prev_segv.sa_handler(sig);
+    }
+    signal(sig, SIG_DFL);  // the instruction faults again, now with the default action
+}
+
+void install_host_fault_handler() {
+    if (g_segv_installed) return;
+    struct sigaction sa{};
+    sa.sa_sigaction = host_fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    g_segv_installed = sigaction(SIGSEGV, &sa, &g_prev_segv) == 0;
+}
+#endif
+
+}  // namespace
+
+// Device memory is open (kernels and the runtime's copies may touch it) between these (they nest).
+void device_open() {
+#ifndef CUDA_EMU_ASAN
+    if (!g_open++) protect_blocks(PROT_READ | PROT_WRITE);
+#endif
+}
+void device_close() {
+#ifndef CUDA_EMU_ASAN
+    if (g_open > 0 && !--g_open) protect_blocks(PROT_NONE);
+#endif
+}
+
+// A host access that faulted on a closed block, reported as the hooks report one (host_access).
+void take_host_fault() {
+#ifndef CUDA_EMU_ASAN
+    if (!g_fault_pending) return;
+    g_fault_pending = 0;
+    const HostFault f = g_host_fault;
+    if (g_host_reported) return;  // this call's host code was reported already (the hooks saw it first)
+    g_host_reported = true;
+    update_host_window();
+    const char* name = device_name((uintptr_t)f.addr, 1);
+    const bool block = !name || std::strcmp(name, "a cudaMalloc block") == 0;
+    const char* what = f.write > 0 ? "wrote" : f.write == 0 ? "read" : "touched";
+    // the kernel file's line, or the library function it called (libc's memcmp, ...)
+    std::string where = "at " + source_line(f.pc);
+    Dl_info mine{}, at{};
+    if (f.pc && dladdr((void*)&take_host_fault, &mine) && dladdr(f.pc, &at) && at.dli_fbase != mine.dli_fbase) {
+        std::string lib = at.dli_fname ? at.dli_fname : "?";
+        lib = lib.substr(lib.rfind('/') == std::string::npos ? 0 : lib.rfind('/') + 1);
+        where = at.dli_sname ? "in " + std::string(at.dli_sname) + " (" + lib + "), a library function the launcher called"
+                             : "in a library function of " + lib + " that the launcher called";
+    }
+    report_host("the launcher's host code %s %s (device memory) %s: on a GPU that %s faults; only kernels may "
+                "read and write %s (cudaMemcpy copies between host and device)", what,
+                name ? name : "a cudaMalloc block", where.c_str(),
+                f.write > 0 ? "write" : f.write == 0 ? "read" : "access", block ? "device memory" : "the launch's buffers");
+#endif
+}
+
 void* device_malloc(size_t n, int line) {
+#ifdef CUDA_EMU_ASAN
     size_t bytes = (n + 255) / 256 * 256 + 256;
     void* p = std::aligned_alloc(256, bytes);
     if (p) {
@@ -438,6 +586,17 @@ void* device_malloc(size_t n, int line) {
         update_host_window();
     }
     return p;
+#else
+    // the block as a GPU rounds it (256 bytes, and 256 more: what a copy may run into), on pages of its own
+    const size_t block = (n + 255) / 256 * 256 + 256, bytes = (block + kPage - 1) / kPage * kPage;
+    void* p = mmap(nullptr, bytes + kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    install_host_fault_handler();
+    g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + block, line, nullptr, bytes});
+    if (g_open) mprotect(p, bytes, PROT_READ | PROT_WRITE);  // (allocated inside an open scope)
+    update_host_window();
+    return p;
+#endif
 }
 
 void register_device_variable(const void* p, size_t n, const char* name, int line) {
@@ -448,7 +607,7 @@ void register_device_variable(const void* p, size_t n, const char* name, int lin
 void device_free(void* p) {
     if (!p) return;
     for (size_t i = 0; i < g_blocks.size(); ++i)
-        if (g_blocks[i].lo == (uintptr_t)p) {
+        if (g_blocks[i].lo == (uintptr_t)p && !g_blocks[i].name) {
             const Span b = g_blocks[i];
             g_blocks.erase(g_blocks.begin() + i);
             g_scratch_shadow.erase(b.lo);
@@ -456,9 +615,14 @@ void device_free(void* p) {
                                            [&](const Span& t) { return overlaps(b.lo, b.hi, t.lo, t.hi - t.lo); }),
                             g_tainted.end());
             update_host_window();
-            break;
+#ifdef CUDA_EMU_ASAN
+            std::free(p);
+#else
+            munmap(p, b.mapped + kPage);
+#endif
+            return;
         }
-    std::free(p);
+    // not a block of cudaMalloc's: a GPU answers cudaErrorInvalidValue, and nothing is freed
 }
 
 namespace {
@@ -503,6 +667,7 @@ void copy_checked(void* d, const void* s, size_t n, int kind, int value, int lin
         }
     }
     if (n) mark_set(d, n);
+    DeviceOpen open;
     if (kind == 1) std::memset(d, value, n);
     else std::memmove(d, s, n);
 }
@@ -589,7 +754,27 @@ void global_access(const void* p, size_t n, bool write, const void* pc) {
     }
 }
 
+// Each buffer's allocation: one of cuda_emu_set_allocations', else the cudaMalloc block that holds it; the window
+// spans those with room outside their buffer.
+static void open_oob_window() {
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (Buf& b : g_bufs) {
+        b.alo = b.ahi = 0;
+        for (const Alloc& al : g_allocs)
+            if (b.lo >= al.lo && b.hi <= al.hi) { b.alo = al.lo; b.ahi = al.hi; break; }
+        if (!b.ahi)
+            for (const Span& blk : g_blocks)
+                if (!blk.name && b.lo >= blk.lo && b.hi <= blk.hi) { b.alo = blk.lo; b.ahi = blk.hi; break; }
+        if (b.alo == b.lo && b.ahi == b.hi) b.alo = b.ahi = 0;  // no room around it
+        if (b.ahi) lo = std::min(lo, b.alo), hi = std::max(hi, b.ahi);
+    }
+    if (hi > lo) { g_oob_lo = lo; g_oob_span = hi - lo; }
+    else { g_oob_lo = 0; g_oob_span = 0; }
+}
+
 void globals_new_launch() {
+    take_host_fault();  // the launcher's host code before this launch
+    device_open();      // closed in globals_end_launch
     g_launch_clock = g_clock + 1;  // the first block's interval starts after it
     g_suspects.clear();
     g_race_outputs = (g_flags & 1) && !g_outputs.empty();
@@ -600,6 +785,7 @@ void globals_new_launch() {
     for (const Buf& b : g_bufs)
         if (!b.output) lo = std::min(lo, b.lo), hi = std::max(hi, b.hi);
     if (hi > lo) { g_in_lo = lo; g_in_span = hi - lo; }
+    open_oob_window();
     g_releases.clear();
     if (!g_race_outputs) return;
     // the cudaMalloc blocks are watched as the outputs are, for this launch (with the shadows they had)
@@ -656,8 +842,11 @@ void globals_window(uintptr_t& lo, uintptr_t& span) {
 }
 
 void globals_end_launch() {
+    DeviceOpen open;  // the suspects' values are read below
+    device_close();   // the launch's (globals_new_launch)
     g_race_outputs = false;  // (checks.cpp closes the window at the next launch or block)
     g_in_lo = g_in_span = 0;
+    g_oob_lo = g_oob_span = 0;
     g_in_launch = false;
     update_host_window();
     struct Unwatch { ~Unwatch() { unwatch_scratch(); } } unwatch;  // after the suspects, which point into g_outputs
@@ -685,6 +874,8 @@ namespace cuda_emu {
 // The launcher call is over: an output that holds exactly the host data the call copied into device memory was
 // computed on the host and copied to it by a kernel (the copy's taint does not survive the kernel otherwise).
 static void end_of_call() {
+    take_host_fault();
+    DeviceOpen open;  // the outputs are read
     if (g_device && !g_host_copies.empty())
         for (size_t i = 0; i < g_n_outputs && i < g_outputs.size(); ++i) {
             const Output& o = g_outputs[i];
@@ -707,6 +898,7 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
                                                                            const int* cols, const int* flags) {
     using namespace cuda_emu;
     end_of_call();
+    if (n == 0) g_allocs.clear();  // the call is over
     g_outputs.clear();
     g_out_lo = UINTPTR_MAX;
     g_out_hi = 0;
@@ -737,6 +929,14 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_set_outputs(int 
     }
 }
 
+extern "C" __attribute__((visibility("default"))) void cuda_emu_set_allocations(int n, const unsigned long long* ptrs,
+                                                                              const unsigned long long* bytes) {
+    using namespace cuda_emu;
+    g_allocs.clear();
+    for (int i = 0; i < n; ++i)
+        if (bytes[i]) g_allocs.push_back(Alloc{(uintptr_t)ptrs[i], (uintptr_t)(ptrs[i] + bytes[i])});
+}
+
 extern "C" CUDA_EMU_API void* cuda_emu_memcpy(void* d, const void* s, size_t n) noexcept {
     cuda_emu::mem_range(d, s, n, __builtin_return_address(0));
     return std::memcpy(d, s, n);
@@ -748,4 +948,16 @@ extern "C" CUDA_EMU_API void* cuda_emu_memmove(void* d, const void* s, size_t n)
 extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept {
     cuda_emu::mem_range(d, nullptr, n, __builtin_return_address(0));
     return std::memset(d, v, n);
+}
+
+// The caller's device memory (grader's native runner): what cudaMalloc, cudaFree and an unchecked cudaMemcpy do,
+// for a caller that reaches this runtime through the kernel library (dlsym), not through cuda_emu.h.
+extern "C" __attribute__((visibility("default"))) void* cuda_emu_device_alloc(unsigned long long bytes) {
+    return cuda_emu::device_malloc((size_t)bytes, 0);
+}
+extern "C" __attribute__((visibility("default"))) void cuda_emu_device_free(void* p) { cuda_emu::device_free(p); }
+extern "C" __attribute__((visibility("default"))) void cuda_emu_device_copy(void* dst, const void* src,
+                                                                           unsigned long long bytes) {
+    cuda_emu::DeviceOpen open;  // the runtime's own copy: never reported
+    std::memmove(dst, src, (size_t)bytes);
 }

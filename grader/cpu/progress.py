@@ -32,12 +32,10 @@ class Progress:
 
 
 def strip(output: str) -> str:
-    """The child's output without the progress lines (what the kernel itself printed)."""
-    return (
-        re.sub(r"\n?^cuda_emu progress: .*$\n?", "\n", output, flags=re.M).strip("\n")
-        if "cuda_emu progress" in output
-        else output
-    )
+    """The child's output without the progress lines: exactly what the kernel itself printed. The runtime
+    writes each line as "\\n" + line + "\\n" (a line of its own, even in the middle of one of the kernel's),
+    so that is what comes out; the last may be cut short by the output cap."""
+    return re.sub(r"\ncuda_emu progress: [^\n]*(?:\n|$)", "", output) if "cuda_emu progress" in output else output
 
 
 def last(output: str) -> Progress | None:

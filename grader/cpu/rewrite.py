@@ -408,6 +408,23 @@ def _rewrite_device_variables(src: str, code: str, edits: _Edits):
         edits.replace(k + 1, k + 1, regs)
 
 
+def _rewrite_launch_bounds(code: str, edits: _Edits):
+    """`__launch_bounds__(args) ... kernel(params) {` gets `::cuda_emu::launch_bounds(LINE, args);` as the first
+    statement of its body (on the brace's line), so a launch of more threads than the bounds fails as on a GPU; the
+    arguments are evaluated there, where the kernel's template parameters are in scope."""
+    for m in re.finditer(r"\b__launch_bounds__\s*\(", code):
+        a_end = _match_forward(code, m.end() - 1)
+        p = code.find("(", a_end) if a_end > 0 else -1
+        p_end = _match_forward(code, p) if p >= 0 else -1
+        k = p_end
+        while 0 < k < len(code) and code[k] not in "{;":
+            k += 1
+        if p_end < 0 or k >= len(code) or code[k] != "{":
+            continue  # a declaration: its definition carries the bounds too, or runs unchecked
+        args = code[m.end() : a_end - 1]
+        edits.replace(k + 1, k + 1, f" ::cuda_emu::launch_bounds({_line_of(code, m.start())}, {args});")
+
+
 def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):
     for m in re.finditer(r"<<<", code):
         # The callee: an identifier (maybe qualified) with optional template arguments.
@@ -599,4 +616,5 @@ def _rewrite(src: str) -> Rewritten:
     _rewrite_shared(src, code, edits)
     _rewrite_device_variables(src, code, edits)
     _rewrite_launches(src, code, edits, fibers)
+    _rewrite_launch_bounds(code, edits)
     return Rewritten(edits.apply(), fibers)

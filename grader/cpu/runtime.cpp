@@ -1,3 +1,34 @@
+// ---- The runtime's C API (extern "C", default visibility in the kernel library) ---------------------------------
+// A caller (grader/binding.py through ctypes, the grader's native runner through dlsym) drives one launcher call so:
+//   before any call:
+//     cuda_emu_configure(unsigned schedule_seed, int flags)     thread order (0: in order) and checks (bit 0: races,
+//                                                              bit 1: every block); runtime.cpp
+//     cudaStream_t cuda_emu_stream_create(void)                 a stream handle: distinct, never 0; runtime.cpp
+//     void* cuda_emu_device_alloc(unsigned long long bytes)     device memory: a cudaMalloc block on pages of its
+//     void  cuda_emu_device_free(void* p)                       own, PROT_NONE outside kernels and the runtime's
+//     void  cuda_emu_device_copy(void* dst, const void* src,    copies (host code that touches it is reported);
+//                                unsigned long long bytes)      the copy is the runtime's own: never reported;
+//                                                              globals.cpp. One allocation per buffer, guard zones
+//                                                              inside it: a kernel's read in them is reported
+//   each call, in this order:
+//     cuda_emu_set_buffers(n, names, ptrs, bytes)               the buffers' names for the access profile
+//                                                              (profile.cpp); the inner extent, without guards
+//     cuda_emu_set_outputs(n, names, ptrs, bytes, cols, flags)  the same buffers: flags bit 0 output, bit 1 device
+//                                                              memory; cols: elements per row (0: 1-D); globals.cpp
+//     cuda_emu_set_allocations(n, ptrs, bytes)                  optional: the allocations around buffers that are
+//                                                              not cudaMalloc blocks (torch tensors in guarded
+//                                                              storage), for the out-of-bounds read check
+//     cuda_emu_expect_stream(cudaStream_t s)                    the stream the launcher is given: a launch, memset
+//                                                              or async copy on any other stream (0 included) is
+//                                                              reported, naming both; runtime.cpp
+//     ... call the launcher with s ...
+//     cuda_emu_expect_stream(0)                                 no expectation
+//     cuda_emu_set_outputs(0, 0, 0, 0, 0, 0)                    the call is over (its end-of-call checks run; the
+//                                                              allocations are forgotten)
+//     const char* cuda_emu_take_error(void)                     the call's first error, or null; runtime.cpp
+//   the access profile (profile.cpp): cuda_emu_profile_configure / _sites / _blocks before, cuda_emu_profile_take
+//   after (what it counted, as text).
+//
 // The CPU backend's scheduler: blocks run one after another; the threads of a block
 // run as fibers that yield at __syncthreads and warp intrinsics. A round resumes every
 // runnable fiber once; when none is runnable, a barrier is released (or an error is
@@ -50,13 +81,14 @@ int g_linear = 0;
 bool g_abort = false;
 int g_flags = 1;  // race detection on by default
 uint64_t g_clock = 1, g_block_sync = 1, g_warp_sync[32], g_lane_sync[32][32][32];
-size_t g_dyn_smem_cap = 227 * 1024;  // the most an H100/H200 block may ask for
-// CUDA_EMU_MAX_DYN_SMEM=65536 plays a GPU with less shared memory per block (a T4: 64 KB), so a
-// launcher's fallback for such GPUs can be checked here. Read at each use: tests change it.
+size_t g_dyn_smem_cap = 227 * 1024;  // the most an H100/H200 block may ask for: what the buffer holds
+// The emulated GPU is a T4 (cuda_emu.h): 64 KB of shared memory per block with the opt-in attribute.
+// CUDA_EMU_MAX_DYN_SMEM=232448 plays an H200 (227 KB), so a launcher's tile for such GPUs can be checked here.
+// Read at each use: tests change it.
 static size_t dyn_smem_cap() {
     const char* env = std::getenv("CUDA_EMU_MAX_DYN_SMEM");
     const size_t v = env ? std::strtoull(env, nullptr, 10) : 0;
-    return v > 0 && v < g_dyn_smem_cap ? v : g_dyn_smem_cap;
+    return v > 0 ? std::min(v, g_dyn_smem_cap) : 64 * 1024;
 }
 alignas(64) unsigned char g_dyn_smem[227 * 1024];
 
@@ -82,6 +114,11 @@ uint64_t g_rng = 0;
 std::string g_error, g_taken;
 int g_status = 0;               // for cudaGetLastError
 std::unordered_map<const void*, int> g_smem_limit;
+std::unordered_map<const void*, size_t> g_static_smem;  // kernel -> bytes of the static __shared__ arrays it registered
+bool g_running = false;          // a launch's threads run (a static __shared__ registered now is its kernel's)
+const void* g_expected_stream = nullptr;  // cuda_emu_expect_stream's
+bool g_expecting = false;
+constexpr size_t kStaticSmemLimit = 48 * 1024;  // static __shared__ per block: ptxas refuses more
 
 #ifdef CUDA_EMU_USE_UCONTEXT
 ucontext_t g_sched_uc;
@@ -557,25 +594,53 @@ const char* kernel_name(const void* fn, const char* text) {
     return names.emplace(fn, name).first->second.c_str();
 }
 
-bool check_config(const void* fn, dim3 g, dim3 b, size_t smem) {
-    long long nt = (long long)b.x * b.y * b.z;
-    if (nt < 1 || nt > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.y > 65535 || g.z > 65535) {
-        g_status = cudaErrorInvalidConfiguration;
-        report("invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u); a block may have at most 1024 "
-               "threads (z at most 64) and every grid dimension must be at least 1",
-               g.x, g.y, g.z, b.x, b.y, b.z);
+// The shared memory a launch of `fn` needs (its static arrays, once registered, and `smem` dynamic bytes) against
+// what a GPU gives a block: false after reporting it.
+bool shared_fits(const void* fn, size_t smem) {
+    auto st = g_static_smem.find(fn);
+    const size_t stat = st == g_static_smem.end() ? 0 : st->second;
+    if (stat > kStaticSmemLimit) {
+        g_status = cudaErrorInvalidValue;
+        report("kernel %s uses %zu bytes of static shared memory (its __shared__ arrays); a block may have at most 48 KB "
+               "(%zu bytes) of it, and nvcc refuses more ('uses too much shared data'). For more, use extern __shared__ "
+               "memory and cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), up to "
+               "%zu bytes on a T4", g_launch.kernel, stat, kStaticSmemLimit, dyn_smem_cap());
         return false;
     }
     auto it = g_smem_limit.find(fn);
     size_t limit = it == g_smem_limit.end() ? kDefaultSmemLimit : (size_t)it->second;
-    if (smem > limit || smem > dyn_smem_cap()) {
+    if (smem > limit || stat + smem > dyn_smem_cap()) {
         g_status = cudaErrorInvalidValue;
-        report("the launch asks for %zu bytes of dynamic shared memory; without cudaFuncSetAttribute("
-               "kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) the limit is 48 KiB, and at most %zu",
-               smem, dyn_smem_cap());
+        if (stat + smem > dyn_smem_cap())
+            report("the launch of %s needs %zu bytes of shared memory (%zu static, %zu dynamic); a block may have at "
+                   "most %zu bytes (a T4's limit with cudaFuncSetAttribute(kernel, "
+                   "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes))", g_launch.kernel, stat + smem, stat, smem,
+                   dyn_smem_cap());
+        else
+            report("the launch asks for %zu bytes of dynamic shared memory; without cudaFuncSetAttribute("
+                   "kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) the limit is 48 KiB, and at most %zu",
+                   smem, dyn_smem_cap());
         return false;
     }
     return true;
+}
+
+bool check_config(const void* fn, dim3 g, dim3 b, size_t smem) {
+    long long nt = (long long)b.x * b.y * b.z;
+    char why[96] = "";
+    if (g.x == 0 || g.y == 0 || g.z == 0 || nt < 1) std::snprintf(why, sizeof why, "every dimension must be at least 1");
+    else if (nt > 1024) std::snprintf(why, sizeof why, "a block may have at most 1024 threads (it has %lld)", nt);
+    else if (b.z > 64) std::snprintf(why, sizeof why, "blockDim.z may be at most 64 (x and y 1024)");
+    else if (g.y > 65535) std::snprintf(why, sizeof why, "gridDim.y may be at most 65535 (x 2^31 - 1)");
+    else if (g.z > 65535) std::snprintf(why, sizeof why, "gridDim.z may be at most 65535 (x 2^31 - 1)");
+    else if (g.x > 2147483647u) std::snprintf(why, sizeof why, "gridDim.x may be at most 2^31 - 1");
+    if (why[0]) {
+        g_status = cudaErrorInvalidConfiguration;
+        report("invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u): %s; a GPU refuses the launch "
+               "(cudaErrorInvalidConfiguration)", g.x, g.y, g.z, b.x, b.y, b.z, why);
+        return false;
+    }
+    return shared_fits(fn, smem);
 }
 
 #ifndef CUDA_EMU_ASAN
@@ -791,13 +856,15 @@ uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value, int arg, int
 void* dyn_smem(const char*) { return g_dyn_smem; }
 
 int set_max_dyn_smem(const void* fn, int bytes) {  // cudaErrorInvalidValue above the GPU's limit
-    if (bytes < 0 || (size_t)bytes > dyn_smem_cap()) return 1;
+    auto st = g_static_smem.find(fn);  // (its static arrays count, once a launch has registered them)
+    if (bytes < 0 || (size_t)bytes + (st == g_static_smem.end() ? 0 : st->second) > dyn_smem_cap()) return 1;
     g_smem_limit[fn] = bytes;
     return 0;
 }
 
-int device_attribute(int attr, int* value) {  // an H200 (cudaDeviceAttr numbers), with the CPU backend's limits
+int device_attribute(int attr, int* value) {  // a Tesla T4's (cudaDeviceAttr numbers; cuda_emu.h cites them)
     int v;
+    const int optin = (int)dyn_smem_cap();
     switch (attr) {
         case cudaDevAttrMaxThreadsPerBlock: case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: v = 1024; break;
         case cudaDevAttrMaxBlockDimZ: v = 64; break;
@@ -807,20 +874,19 @@ int device_attribute(int attr, int* value) {  // an H200 (cudaDeviceAttr numbers
         case cudaDevAttrTotalConstantMemory: v = 65536; break;
         case cudaDevAttrWarpSize: v = 32; break;
         case cudaDevAttrMaxRegistersPerBlock: case cudaDevAttrMaxRegistersPerMultiprocessor: v = 65536; break;
-        case cudaDevAttrClockRate: v = 1980000; break;
-        case cudaDevAttrMultiProcessorCount: v = 132; break;
-        case cudaDevAttrMemoryClockRate: v = 2619000; break;
-        case cudaDevAttrGlobalMemoryBusWidth: v = 6144; break;
-        case cudaDevAttrL2CacheSize: v = 50 * 1024 * 1024; break;
-        case cudaDevAttrMaxThreadsPerMultiProcessor: v = 2048; break;
-        case cudaDevAttrComputeCapabilityMajor: v = 9; break;
-        case cudaDevAttrComputeCapabilityMinor: v = 0; break;
-        case cudaDevAttrMaxSharedMemoryPerBlockOptin: v = (int)dyn_smem_cap(); break;
-        case cudaDevAttrMaxSharedMemoryPerMultiprocessor: v = (int)dyn_smem_cap() + 1024; break;
-        case cudaDevAttrMaxBlocksPerMultiprocessor: v = 32; break;
+        case cudaDevAttrClockRate: v = 1590000; break;
+        case cudaDevAttrMultiProcessorCount: v = 40; break;
+        case cudaDevAttrMemoryClockRate: v = 5001000; break;
+        case cudaDevAttrGlobalMemoryBusWidth: v = 256; break;
+        case cudaDevAttrL2CacheSize: v = 4 * 1024 * 1024; break;
+        case cudaDevAttrMaxThreadsPerMultiProcessor: v = 1024; break;
+        case cudaDevAttrComputeCapabilityMajor: v = 7; break;
+        case cudaDevAttrComputeCapabilityMinor: v = 5; break;
+        case cudaDevAttrMaxSharedMemoryPerBlockOptin: v = optin; break;
+        case cudaDevAttrMaxSharedMemoryPerMultiprocessor: v = optin <= 65536 ? 65536 : optin + 1024; break;
+        case cudaDevAttrMaxBlocksPerMultiprocessor: v = 16; break;
         case cudaDevAttrConcurrentKernels: case cudaDevAttrUnifiedAddressing: case cudaDevAttrMemoryPoolsSupported:
-            v = 1; break;
-        case cudaDevAttrCooperativeLaunch: v = 0; break;  // grid-wide sync cannot run here
+        case cudaDevAttrCooperativeLaunch: v = 1; break;  // (a grid-wide sync cannot be graded here: rewrite.py)
         default: return 1;
     }
     *value = v;
@@ -835,6 +901,44 @@ int take_launch_status() {
     return s;
 }
 
+void launch_bounds(int line, long long max_threads, long long, long long) {
+    if (max_threads <= 0 || g_launch.nthreads <= max_threads) return;
+    g_status = cudaErrorLaunchOutOfResources;
+    report("kernel %s was launched with %d threads per block, more than its __launch_bounds__(%lld) at %s:%d allows: "
+           "a GPU refuses the launch (cudaErrorLaunchOutOfResources: too many resources requested for launch)",
+           g_launch.kernel, g_launch.nthreads, max_threads, source_name, line);
+    abandon_thread();
+}
+
+void note_static_shared(size_t bytes) {
+    if (!g_running || !g_launch.fn) return;
+    size_t& total = g_static_smem[g_launch.fn];
+    total += bytes;
+    if (total > kStaticSmemLimit || total + g_launch.smem > dyn_smem_cap()) {
+        shared_fits(g_launch.fn, g_launch.smem);  // reports it
+        abandon_thread();
+    }
+}
+
+long long host_clock_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+static std::string stream_name(const void* s) {
+    char buf[64];
+    if (s) std::snprintf(buf, sizeof buf, "stream %p", s);
+    else std::snprintf(buf, sizeof buf, "the default stream (0)");
+    return buf;
+}
+
+bool stream_ok(const void* s, const char* what, const char* kernel, int line) {
+    if (!g_expecting || s == g_expected_stream) return true;
+    const std::string call = kernel ? std::string(what) + " " + kernel : std::string(what);
+    report_host("the launcher %s on %s at %s:%d, but the launcher's stream is %s: launch every kernel, and every "
+                "cudaMemsetAsync and cudaMemcpyAsync, on the stream the launcher gets (kernel<<<grid, block, "
+                "shared_bytes, stream>>>); work on another stream is not ordered with the caller's",
+                call.c_str(), stream_name(s).c_str(), source_name, line, stream_name(g_expected_stream).c_str());
+    return false;
+}
+
 void trap(int line, const char* what) {
     report("%s at line %d (thread %s)", what, line, thread_name(g_linear).c_str());
     abandon_thread();
@@ -844,7 +948,7 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
                  void (*thread)(void*), void* ctx) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_abort = false;
-    g_launch = LaunchInfo{kernel_name(fn, kernel), line, grid, block, smem, (int)(block.x * block.y * block.z)};
+    g_launch = LaunchInfo{kernel_name(fn, kernel), line, grid, block, smem, (int)(block.x * block.y * block.z), fn};
     blockIdx = uint3{0, 0, 0};
     if (!check_config(fn, grid, block, smem)) return;
     blockDim = block;
@@ -858,18 +962,22 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
     progress_start(g_launch);
     g_plain = !fibers;
 #ifdef CUDA_EMU_ASAN
+    g_running = true;
     run_grid();
+    g_running = false;
     profile_end_launch();
 #else
     arm_faults();
     if (sigsetjmp(g_fault_jmp, 1) == 0) {  // 1: the mask is restored (the handler blocks its signal)
         g_armed = 1;
+        g_running = true;
         run_grid();
     } else {  // a fault in kernel code: its fibers are abandoned
         g_cur = nullptr;
         for (Fiber& f : g_fibers) f.state = DONE;
         report_fault();
     }
+    g_running = false;
     profile_end_launch();
     disarm_faults();
 #endif
@@ -884,6 +992,7 @@ void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 b
 extern "C" __attribute__((visibility("default"))) const char* cuda_emu_take_error(void) {
     using namespace cuda_emu;
     std::lock_guard<std::mutex> lock(g_mutex);
+    take_host_fault();  // host code that touched device memory since the last launch
     if (g_error.empty()) return nullptr;
     g_taken.swap(g_error);
     g_error.clear();
@@ -895,4 +1004,16 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_configure(unsign
     std::lock_guard<std::mutex> lock(g_mutex);
     g_seed = schedule_seed;
     g_flags = flags;
+}
+
+// ---- Streams: the launcher contract ----------------------------------------------------------------------------
+extern "C" __attribute__((visibility("default"))) cudaStream_t cuda_emu_stream_create(void) {
+    static std::atomic<uintptr_t> next{0};
+    return (cudaStream_t)(0x5000 + 0x10 * ++next);  // distinct, never 0 (the default stream); never dereferenced
+}
+
+extern "C" __attribute__((visibility("default"))) void cuda_emu_expect_stream(cudaStream_t s) {
+    using namespace cuda_emu;
+    g_expected_stream = s;
+    g_expecting = s != nullptr;
 }

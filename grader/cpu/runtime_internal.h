@@ -31,6 +31,7 @@ struct LaunchInfo {
     dim3 grid, block;
     size_t smem = 0;
     int nthreads = 0;
+    const void* fn = nullptr;  // the kernel's function
 };
 
 extern CUDA_EMU_API LaunchInfo g_launch;
@@ -55,6 +56,8 @@ CUDA_EMU_API std::string thread_name(int linear);
 // "kernel.cu:42" for a code address in this library ("line ?" if unknown).
 CUDA_EMU_API std::string source_line(const void* pc);
 CUDA_EMU_API void checks_new_launch();
+// A static __shared__ array of `bytes` was registered while the running kernel's threads run (it is that kernel's).
+CUDA_EMU_API void note_static_shared(size_t bytes);
 
 // ---- the race detector for the launcher's outputs in global memory (globals.cpp) ----------
 extern CUDA_EMU_API bool g_race_outputs;  // this launch checks the accesses to the outputs
@@ -71,7 +74,22 @@ CUDA_EMU_API void globals_new_block();    // a block starts: no fences, no acqui
 extern CUDA_EMU_API uintptr_t g_host_lo, g_host_span, g_in_lo, g_in_span;
 CUDA_EMU_API void host_access(const void* p, size_t n, bool write, const void* pc);
 CUDA_EMU_API void input_write(const void* p, size_t n, const void* pc);
-CUDA_EMU_API void set_status(int error);  // what the next cudaGetLastError returns (a runtime call failed)
+// [g_oob_lo, +g_oob_span) spans the allocations around the launch's buffers while a kernel runs: a load there
+// outside every buffer (a guard zone) is reported (oob_read).
+extern CUDA_EMU_API uintptr_t g_oob_lo, g_oob_span;
+CUDA_EMU_API void oob_read(const void* p, size_t n, const void* pc);
+CUDA_EMU_API void set_status(int error);
+// cudaMalloc's blocks are PROT_NONE outside kernels and the runtime's own copies (globals.cpp): open while one of
+// these lives (they nest). take_host_fault: a host access that faulted on a closed block becomes the error.
+CUDA_EMU_API void device_open();
+CUDA_EMU_API void device_close();
+struct DeviceOpen {
+    DeviceOpen() { device_open(); }
+    ~DeviceOpen() { device_close(); }
+    DeviceOpen(const DeviceOpen&) = delete;
+    DeviceOpen& operator=(const DeviceOpen&) = delete;
+};
+CUDA_EMU_API void take_host_fault();  // what the next cudaGetLastError returns (a runtime call failed)
 // Records an error found in the launcher's host code (no kernel context); the first error stays.
 CUDA_EMU_API void report_host(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 CUDA_EMU_API void checks_new_block();  // sets whether this block's shared accesses are checked

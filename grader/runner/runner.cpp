@@ -404,6 +404,8 @@ struct Library {
     void (*set_outputs)(int, const char**, const unsigned long long*, const unsigned long long*, const int*,
                         const int*) = nullptr;
     void (*expect_stream)(void*) = nullptr;  // the CPU runtime: launches on any other stream are an error
+    // the CPU runtime: the allocation around each buffer (its guard zones), where a kernel's read is out of bounds
+    void (*set_allocations)(int, const unsigned long long*, const unsigned long long*) = nullptr;
 };
 static std::map<std::string, Library> LIBS;
 
@@ -427,6 +429,7 @@ static Library load_library(const std::string& name, const Array& bytes) {
     lib.set_buffers = (decltype(lib.set_buffers))dlsym(lib.handle, "cuda_emu_set_buffers");
     lib.set_outputs = (decltype(lib.set_outputs))dlsym(lib.handle, "cuda_emu_set_outputs");
     lib.expect_stream = (decltype(lib.expect_stream))dlsym(lib.handle, "cuda_emu_expect_stream");
+    lib.set_allocations = (decltype(lib.set_allocations))dlsym(lib.handle, "cuda_emu_set_allocations");
     return lib;
 }
 
@@ -494,18 +497,21 @@ static void name_buffers(Call& c, bool device) {
     if (!c.lib->set_buffers || !c.lib->set_outputs) return;
     int n = (int)c.bufs.size();
     std::vector<const char*> names(n);
-    std::vector<unsigned long long> ptrs(n), sizes(n);
+    std::vector<unsigned long long> ptrs(n), sizes(n), bases(n), whole(n);
     std::vector<int> cols(n), flags(n);
     for (int k = 0; k < n; k++) {
         Buffer& b = buffer(c.bufs[k]);
         names[k] = c.names[k].c_str();
         ptrs[k] = (unsigned long long)(uintptr_t)b.inner();
         sizes[k] = 4ull * b.n;
+        bases[k] = (unsigned long long)(uintptr_t)b.base;
+        whole[k] = b.bytes();
         cols[k] = (int)b.cols;
         flags[k] = c.outs[k] | (device ? 2 : 0);
     }
     c.lib->set_buffers(n, names.data(), ptrs.data(), sizes.data());
     c.lib->set_outputs(n, names.data(), ptrs.data(), sizes.data(), cols.data(), flags.data());
+    if (c.lib->set_allocations) c.lib->set_allocations(n, bases.data(), whole.data());
 }
 #endif
 

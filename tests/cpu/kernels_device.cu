@@ -225,3 +225,19 @@ extern "C" void host_table_used_by_kernel(const float* in, float* out, int n) {
     copy_scaled<<<1, 32>>>(d, out, n, 0.5f);
     cudaFree(d);
 }
+
+// Device memory that is the runtime's own (cudaMalloc blocks, as the grader's native runner allocates every buffer):
+// host code that reads it through a library function the access hooks do not see.
+extern "C" void host_memcmp_on_input(const float* in, float* out, int n) {
+    float zeros[64] = {};
+    float v = std::memcmp(in, zeros, (n < 64 ? n : 64) * sizeof(float)) ? 1.f : 0.f;  // HOST MEMCMP: libc's
+    fill<<<1, 32>>>(out, n, v);
+}
+extern "C" float host_reads_cudamalloc_outside_a_call(int n) {
+    float* d = nullptr;
+    cudaMalloc(&d, n * sizeof(float));
+    cudaMemset(d, 0, n * sizeof(float));
+    float v = d[1];  // HOST READ OUTSIDE A CALL
+    cudaFree(d);
+    return v;
+}

@@ -212,10 +212,10 @@ PROBE = textwrap.dedent("""\
 
 def test_shared_memory_above_the_gpus_limit_is_refused_as_on_a_gpu(monkeypatch):
     lib = Lib(build(PROBE, "smem_probe"))
-    assert lib.dll.probe(100 * 1024) == 0  # an H200 allows 227 KB per block
-    assert lib.dll.probe(228 * 1024) == 1  # cudaErrorInvalidValue
-    monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(64 * 1024))  # play a T4
-    assert lib.dll.probe(64 * 1024) == 0 and lib.dll.probe(100 * 1024) == 1
+    assert lib.dll.probe(64 * 1024) == 0  # the emulated T4 allows 64 KB per block
+    assert lib.dll.probe(64 * 1024 + 4) == 1  # cudaErrorInvalidValue
+    monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(227 * 1024))  # play an H200
+    assert lib.dll.probe(100 * 1024) == 0 and lib.dll.probe(228 * 1024) == 1
 
 
 def test_check_says_could_not_grade_with_exit_2_for_a_construct_the_backend_lacks(tmp_path, capsys):

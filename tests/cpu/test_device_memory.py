@@ -261,3 +261,55 @@ def test_an_output_equal_to_uploaded_host_data_is_host_work(lib):
     ), err
     err, _, out = ended(lib, "host_table_used_by_kernel")  # the kernel computes from the table: fine
     assert err is None and (out == np.arange(N)).all(), err
+
+
+# ---- the runtime's own allocations (the native runner allocates every buffer with them) are page-protected
+def _device(lib, host: np.ndarray) -> int:
+    import ctypes
+
+    lib.dll.cuda_emu_device_alloc.restype = ctypes.c_void_p
+    lib.dll.cuda_emu_device_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulonglong]
+    p = lib.dll.cuda_emu_device_alloc(host.nbytes)
+    lib.dll.cuda_emu_device_copy(p, host.ctypes.data, host.nbytes)
+    return p
+
+
+def _register(lib, bufs: dict, outputs=()):
+    import ctypes
+
+    n = len(bufs)
+    names = (ctypes.c_char_p * n)(*(k.encode() for k in bufs))
+    ptrs = (ctypes.c_ulonglong * n)(*(p for p, _ in bufs.values()))
+    sizes = (ctypes.c_ulonglong * n)(*(b for _, b in bufs.values()))
+    lib.dll.cuda_emu_set_buffers(n, names, ptrs, sizes)
+    flags = (ctypes.c_int * n)(*(2 | (k in outputs) for k in bufs))
+    lib.dll.cuda_emu_set_outputs(n, names, ptrs, sizes, (ctypes.c_int * n)(*([0] * n)), flags)
+
+
+def test_host_code_reading_runtime_device_memory_through_a_library_function_is_reported():
+    import ctypes
+
+    lib = Lib(build(SRC, "device_protected"))  # a process-wide fault handler: a library of its own
+    host_in = np.arange(N, dtype=np.float32) + 1
+    d_in, d_out = _device(lib, host_in), _device(lib, np.zeros(N, np.float32))
+    _register(lib, {"in": (d_in, host_in.nbytes), "out": (d_out, host_in.nbytes)}, outputs=("out",))
+    lib.dll.host_memcmp_on_input(ctypes.c_void_p(d_in), ctypes.c_void_p(d_out), N)
+    lib.dll.cuda_emu_set_outputs(0, None, None, None, None, None)
+    err = lib.error()
+    assert err and err.startswith("the launcher's host code read in (device memory) in "), err
+    assert re.search(r"in \S+ \(libc\.so\.6\), a library function|in a library function of libc\.so\.6", err), err
+    back = np.full(N, np.nan, np.float32)
+    lib.dll.cuda_emu_device_copy(back.ctypes.data, d_out, back.nbytes)  # the runtime's own copies still work
+    assert (back == 1 + np.arange(N)).all()  # and the kernel ran
+
+
+def test_host_code_touching_cudamalloc_memory_outside_a_launcher_call_is_reported_and_lives_on():
+    import ctypes
+
+    lib = Lib(build(SRC, "device_protected2"))
+    f = lib.dll.host_reads_cudamalloc_outside_a_call
+    f.restype = ctypes.c_float
+    assert f(N) == 0.0  # the process lives on, the read completes...
+    err = lib.error()  # ... and is reported with its line
+    assert err and err.startswith(f"the launcher's host code read a cudaMalloc block (device memory) at "
+                                  f"{at('HOST READ OUTSIDE A CALL').replace('device.cu', 'device_protected2.cu')}"), err
