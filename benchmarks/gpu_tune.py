@@ -140,7 +140,11 @@ def tune_gemm(res):
     shapes = bench.CHECK_SHAPES + [(513, 1031, 260), (129, 257, 67), (4096, 4096, 4096)]
     for name in list(mods):
         e5 = [bench.check_gemm(mods[name], *s, seed=i) for i, s in enumerate(shapes)]
-        e7 = [bench.check_gemm_relu(mods7[name], *s, seed=50 + i) for i, s in enumerate(shapes[:-1])] if name in mods7 else []
+        e7 = (
+            [bench.check_gemm_relu(mods7[name], *s, seed=50 + i) for i, s in enumerate(shapes[:-1])]
+            if name in mods7
+            else []
+        )
         res["gemm"][name] = {
             "flags": GEMM_VARIANTS[name],
             "ok05": all(map(bench._ok, e5)),

@@ -21,6 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from grader import grade, protocol, sandbox, worker  # noqa: E402
 
+
 class InProcess:
     """Stands in for sandbox.Worker: warm_up when started (during the build, as the real one), and
     grader.worker.serve here, under cProfile, when run."""
@@ -72,7 +73,10 @@ class InProcess:
         print("  arrivals: " + ", ".join(f"{k} {a:.3f}" for k, a in zip(kinds, result.arrivals)))
         timing = next((m for m, _ in result.messages if "timing" in m), None)
         if timing:
-            print("  timed: " + ", ".join(f"{k} {v['median_ms']:.3f} ms x{v['runs']}" for k, v in timing["timing"].items()))
+            print(
+                "  timed: "
+                + ", ".join(f"{k} {v['median_ms']:.3f} ms x{v['runs']}" for k, v in timing["timing"].items())
+            )
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(35)
         print("\n".join(s.getvalue().splitlines()[:60]))

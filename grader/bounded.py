@@ -60,7 +60,16 @@ def call(module: str, function: str, *args, timeout: float = TIMEOUT_S, memory: 
     RuntimeError when the child failed otherwise (a bug of ours: its error output says what)."""
     memory = memory or MEMORY_BYTES
     request = json.dumps({"module": module, "function": function, "args": list(args)})
-    cmd = [sys.executable, "-I", "-S", "-c", _CHILD, str(memory), str(max(1, int(timeout + 1))), str(Path(__file__).parent)]
+    cmd = [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        _CHILD,
+        str(memory),
+        str(max(1, int(timeout + 1))),
+        str(Path(__file__).parent),
+    ]
     try:
         r = subprocess.run(cmd, input=request.encode(), capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -145,7 +145,14 @@ def grade(
             if problems:
                 raise Forbidden(forbidden.message(problems, filename))
             beside = None  # the CPU backend's profile of a timed GPU verdict: built and run while the GPU grades
-            if backend == "cuda" and time_it and ex.threshold is not None and profile_on_gpu and ex.access and not on_host:
+            if (
+                backend == "cuda"
+                and time_it
+                and ex.threshold is not None
+                and profile_on_gpu
+                and ex.access
+                and not on_host
+            ):
                 pool = ThreadPoolExecutor(1)
                 beside = pool.submit(_profile_beside, exercise, source, filename, ex, compile_timeout, timeout)
                 pool.shutdown(wait=False)  # the thread ends with the task; result() below waits for it
@@ -214,7 +221,8 @@ def grade(
                 "baseline_exercise": ex.baseline_exercise,
             }
         wire = [
-            ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()}) for i, c in enumerate(cases)
+            ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
+            for i, c in enumerate(cases)
         ]
         if step is not None:
             wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))

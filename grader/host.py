@@ -174,7 +174,9 @@ def time_kernels(mem, req: dict, exercise: str) -> tuple[dict, object]:
     (launcher,) = contract.LAUNCHERS[exercise]
     mem.runner.load("fast", req["lib"])
     word = _poison_word(torch.float32)
-    bufs = {k: mem.alloc(k, [dims[d] for d in contract.SHAPES[k]], torch.float32, word) for k in _graded_inputs(exercise)}
+    bufs = {
+        k: mem.alloc(k, [dims[d] for d in contract.SHAPES[k]], torch.float32, word) for k in _graded_inputs(exercise)
+    }
     c = mem.alloc("C", [m, n], torch.float32, word)
     rounds = FreshRounds(exercise, shape, mem, bufs, {"C": c}, req["seed"], "cpu")
     ins = rounds.copies

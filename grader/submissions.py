@@ -348,6 +348,7 @@ def _pick(files: list[Path], exercise: str, folder: Path) -> Path | SubmissionEr
     """The file of a student folder to grade: by the first rule that has hits (marked for the exercise;
     named after it; a .cu file), the one hit nearest the folder's top. SubmissionError when several marked
     files are equally near; None when no rule picks one."""
+
     def marked(p: Path) -> bool:
         if p.suffix.lower() == ".ipynb":
             try:

@@ -254,7 +254,16 @@ class _DeviceCompile:
             return
         src = work / "device_check.cu"
         src.write_text(_with_prelude(source, exercise, filename))
-        cmd = [nvcc, f"-arch={DEVICE_CHECK_ARCH}", *NVCC_FLAGS, *extra_flags, "-cubin", "-o", str(work / "k.cubin"), str(src)]
+        cmd = [
+            nvcc,
+            f"-arch={DEVICE_CHECK_ARCH}",
+            *NVCC_FLAGS,
+            *extra_flags,
+            "-cubin",
+            "-o",
+            str(work / "k.cubin"),
+            str(src),
+        ]
 
         def run():
             self.result = run_all([cmd], work, timeout)

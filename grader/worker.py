@@ -27,7 +27,7 @@ import torch
 
 from . import binding, checks, contract, profile, protocol
 from .binding import KernelModule
-from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK, random_inputs
+from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK
 from .errors import GraderError, KernelError, LauncherError
 from .runner import rng
 from .runner.client import STREAM, Runner, RunnerDied
@@ -85,7 +85,9 @@ def _dtype(name: str) -> torch.dtype:
     return torch.int32 if contract.is_mask(name) else torch.float32
 
 
-def _alloc(mem, name: str, dims: dict[str, int], content=None, after: int = GUARD, buffer_id: str | None = None) -> Handle:
+def _alloc(
+    mem, name: str, dims: dict[str, int], content=None, after: int = GUARD, buffer_id: str | None = None
+) -> Handle:
     """A guarded buffer for contract argument `name`: a copy of `content` (an input, inside its input
     guard words) or poisoned (an output, inside the output poison)."""
     shape = [dims[d] for d in contract.SHAPES[name]]
@@ -111,12 +113,16 @@ def _launch_args(launcher: contract.Launcher, bufs: dict[str, Handle], dims: dic
 
 
 def _call(mem, lib: str, launcher: contract.Launcher, bufs: dict[str, Handle], dims: dict[str, int]) -> None:
-    err = mem.call(lib, launcher.name, _launch_args(launcher, bufs, dims), outs={bufs[n].name for n in contract.outputs(launcher)})
+    err = mem.call(
+        lib, launcher.name, _launch_args(launcher, bufs, dims), outs={bufs[n].name for n in contract.outputs(launcher)}
+    )
     if err:
         raise KernelError(err)
 
 
-def run_case(mod, shape, inputs: dict[str, torch.Tensor], digests: dict[str, str] | None = None) -> dict[str, torch.Tensor]:
+def run_case(
+    mod, shape, inputs: dict[str, torch.Tensor], digests: dict[str, str] | None = None
+) -> dict[str, torch.Tensor]:
     """Call every launcher of the exercise once, in order, and return their outputs.
 
     mod: a grader.runner.memory Local or Remote (or a KernelModule, run here). Each launcher's outputs
@@ -325,7 +331,10 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
     exercise = mem.exercise
     shape = tuple(req["shape"])
     dims = _dims(exercise, shape)
-    bufs = {n: mem.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n))) for n in _graded_inputs(exercise)}
+    bufs = {
+        n: mem.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
+        for n in _graded_inputs(exercise)
+    }
     outs: dict[str, Handle] = {}
     steps = []
     for launcher in contract.launchers(exercise):
@@ -340,11 +349,18 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
         if not mem.has("sub", gemm.name):
             raise LauncherError(
                 "the timed run compares gemm_relu with your own GEMM followed by a separate bias + ReLU + mask "
-                'pass, so the file must also define\n    extern "C" ' + gemm.signature + "\n(your kernel without the epilogue: C = A . B)"
+                'pass, so the file must also define\n    extern "C" '
+                + gemm.signature
+                + "\n(your kernel without the epilogue: C = A . B)"
             )
-        mine = {n: mem.alloc(f"{n} (gemm)", [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n))) for n in ("C", "Y", "mask")}
+        mine = {
+            n: mem.alloc(f"{n} (gemm)", [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
+            for n in ("C", "Y", "mask")
+        }
         alone = ("sub", gemm.name, _launch_args(gemm, bufs | {"C": mine["C"]}, dims))
-        pass_args = _launch_args(contract.BIAS_RELU_MASK, {"C": mine["C"], "bias": bufs["bias"], "Y": mine["Y"], "mask": mine["mask"]}, dims)
+        pass_args = _launch_args(
+            contract.BIAS_RELU_MASK, {"C": mine["C"], "bias": bufs["bias"], "Y": mine["Y"], "mask": mine["mask"]}, dims
+        )
         calls["baseline"] = mem.timed([alone, ("pass", contract.BIAS_RELU_MASK.name, pass_args)])
         calls["gemm_alone"] = mem.timed([alone])
     elif baseline is not None:
@@ -352,7 +368,9 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
         made = {}
         for launcher in contract.launchers(baseline.exercise):
             for n in contract.outputs(launcher):
-                made.setdefault(n, local.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n))))
+                made.setdefault(
+                    n, local.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
+                )
         args = [
             [ins[n] if n in ins else local.tensor(made[n]) for _, n in contract.tensor_params(l)]
             for l in contract.launchers(baseline.exercise)
@@ -378,11 +396,14 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
         calls["torch"] = torch_pair
     before_round = rounds.refresh
     if "torch" in calls:
+
         def before_round():
             rounds.refresh()
             saved.copy_(torch.relu(ins["X"]))
 
-    times = time_gpu(calls, max_seconds=req.get("max_seconds", 10.0), before_round=before_round, after_round=rounds.check)
+    times = time_gpu(
+        calls, max_seconds=req.get("max_seconds", 10.0), before_round=before_round, after_round=rounds.check
+    )
     mem.check_error("timed runs")
     if req.get("baseline") == "torch" and "torch" in times:
         times["baseline"] = times["torch"]
@@ -418,7 +439,9 @@ def _start_runner(req: dict, early: Runner | None = None) -> tuple[Runner, Remot
     if missing:
         runner.close()
         raise LauncherError(binding.missing_launcher_message(req["exercise"], missing[0]))
-    mem = Remote(runner, req["exercise"], req["backend"], device=req["exercise"] not in contract.HOST, lib_path=req["lib"])
+    mem = Remote(
+        runner, req["exercise"], req["backend"], device=req["exercise"] not in contract.HOST, lib_path=req["lib"]
+    )
     return runner, mem
 
 
@@ -443,7 +466,9 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         spec = first[0]["warm"]
         if "runner" in first[1]:
             try:
-                early = Runner(_in_memory(first[1]["runner"], "runner"), spec.get("backend", "cuda"), env=dict(os.environ))
+                early = Runner(
+                    _in_memory(first[1]["runner"], "runner"), spec.get("backend", "cuda"), env=dict(os.environ)
+                )
             except GraderError:
                 early = None  # the run proper starts one, and reports what is wrong
         warm_up(spec)
@@ -476,7 +501,11 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         os.environ["CUDA_EMU_PROGRESS"] = "1"
     try:
         base = None
-        if req.get("timing") and req.get("baseline_lib") and req["timing"].get("baseline_epilogue") != "own_gemm_then_pass":
+        if (
+            req.get("timing")
+            and req.get("baseline_lib")
+            and req["timing"].get("baseline_epilogue") != "own_gemm_then_pass"
+        ):
             base = _load_local(req["baseline_lib"], req["baseline_exercise"], "cuda", req.get("baseline_key"))
         runner, mem = _start_runner(req, early)
     except RunnerDied as e:

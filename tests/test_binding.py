@@ -82,7 +82,10 @@ def test_a_launcher_that_ignores_its_stream_fails_on_the_cpu_backend():
     src = open(NAIVE).read()
     assert src.count(", 0, stream>>>") == 1
     mod = grader.load(src.replace(", 0, stream>>>", ">>>"), "naive", backend="cpu")
-    with pytest.raises(KernelError, match=r"launches kernel \w+ on the default stream \(0\) at cell\.cu:\d+, but the "
-                       r"launcher's stream is stream 0x"):
+    with pytest.raises(
+        KernelError,
+        match=r"launches kernel \w+ on the default stream \(0\) at cell\.cu:\d+, but the "
+        r"launcher's stream is stream 0x",
+    ):
         mod.gemm(torch.ones(2, 3), torch.ones(3, 4))
     assert grader.load(src, "naive", backend="cpu").gemm(torch.ones(2, 3), torch.ones(3, 4)).sum().item() == 24

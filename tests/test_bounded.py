@@ -95,7 +95,9 @@ def test_a_notebook_built_to_exhaust_memory_costs_its_submission_only(tmp_path, 
     monkeypatch.setattr(bounded, "MEMORY_BYTES", 300 << 20)
     box = _within(60, _read_limited, submissions.notebook_source, 300 << 20, nb, "naive")
     assert isinstance(box.get("error"), SubmissionError), box
-    assert "lab.ipynb is not a readable notebook (reading it stopped: it took more than 300 MB of memory" in str(box["error"])
+    assert "lab.ipynb is not a readable notebook (reading it stopped: it took more than 300 MB of memory" in str(
+        box["error"]
+    )
 
 
 def test_a_notebook_built_to_take_minutes_stops_at_its_limit(tmp_path, monkeypatch):
@@ -104,7 +106,9 @@ def test_a_notebook_built_to_take_minutes_stops_at_its_limit(tmp_path, monkeypat
     from grader import submissions
     from grader.errors import SubmissionError
 
-    nb = _notebook(tmp_path / "lab.ipynb", "# kernel: naive\nSOURCE = r'''\n// k\n'''", *["x = " + "1+" * 500_000 + "1"] * 12)
+    nb = _notebook(
+        tmp_path / "lab.ipynb", "# kernel: naive\nSOURCE = r'''\n// k\n'''", *["x = " + "1+" * 500_000 + "1"] * 12
+    )
     monkeypatch.setattr(submissions, "NOTEBOOK_TIMEOUT_S", 2.0)
     box = _within(60, submissions.notebook_source, nb, "naive")
     assert isinstance(box.get("error"), SubmissionError), box

@@ -6,7 +6,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CONDA_NAME = {"torch": None, "pre-commit": "pre-commit", "pyyaml": "pyyaml", "build": "python-build"}  # torch: pytorch-gpu / pytorch-cpu
+CONDA_NAME = {
+    "torch": None,
+    "pre-commit": "pre-commit",
+    "pyyaml": "pyyaml",
+    "build": "python-build",
+}  # torch: pytorch-gpu / pytorch-cpu
 
 
 def _requirements() -> set[str]:

@@ -355,11 +355,22 @@ def test_the_sandbagging_guard_times_gemm_relu_on_the_graded_inputs(monkeypatch)
         mask.copy_(pack_mask(y > 0))
 
     def module(exercise, **launch):
-        return NS(exercise=exercise, backend="cpu", device=torch.device("cpu"), launch=NS(**launch),
-                  check_error=lambda *a, **k: None)
+        return NS(
+            exercise=exercise,
+            backend="cpu",
+            device=torch.device("cpu"),
+            launch=NS(**launch),
+            check_error=lambda *a, **k: None,
+        )
 
     fused = module("gemm_relu", gemm_relu=gemm_relu, gemm=lambda A, B, C: torch.matmul(A, B, out=C))
-    req = {"shape": [12, 40, 9], "seed": 2, "baseline": "lib", "baseline_epilogue": "own_gemm_then_pass", "max_seconds": 0.0}
+    req = {
+        "shape": [12, 40, 9],
+        "seed": 2,
+        "baseline": "lib",
+        "baseline_epilogue": "own_gemm_then_pass",
+        "max_seconds": 0.0,
+    }
     times, rounds = worker.time_kernels(fused, module("bias_relu_pass", bias_relu_mask=bias_relu_mask), req)
     assert rounds.failure is None and {"kernel", "baseline", "gemm_alone"} <= set(times)
     assert seen and max(seen) < 10.0, f"a timed call saw a bias no graded input has: {max(seen)}"

@@ -38,7 +38,12 @@ CPU_EXPECT = {
     "good_persistent_queue.cu": (True, True, True, r"^correct on every shape; access counts at \d+x\d+x\d+ meet"),
     "good_tiled_comment_mentions_cublas.cu": (True, True, True, r"^correct on every shape"),
     # B read with the wrong row stride: on the CPU backend, a read past B's end; on a GPU, wrong results
-    "wrong_index.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs|out-of-bounds read of B at wrong_index\.cu:7"),
+    "wrong_index.cu": (
+        True,
+        False,
+        False,
+        r"^wrong results on \d+ of \d+ inputs|out-of-bounds read of B at wrong_index\.cu:7",
+    ),
     "transposed_operand.cu": (True, False, False, r"^wrong results on \d+ of \d+ inputs"),
     "off_by_one_k.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),
     "unwritten_tail.cu": (True, False, False, r"^wrong results on (\d+) of \1 inputs"),

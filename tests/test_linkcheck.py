@@ -126,7 +126,7 @@ KITCHEN_SINK_CUDA = KITCHEN_SINK.replace(
         "        int dev = 0; cudaGetDevice(&dev); cudaDeviceProp prop; cudaGetDeviceProperties(&prop, dev); puts(prop.name);\n"
         "        int optin = 0; cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); cudaEvent_t ev;\n"
         "        cudaEventCreate(&ev); cudaEventRecord(ev, stream); cudaEventSynchronize(ev); float ms = 0;\n"
-        "        cudaEventElapsedTime(&ms, ev, ev); printf(\"%f\", ms); cudaEventDestroy(ev);\n"
+        '        cudaEventElapsedTime(&ms, ev, ev); printf("%f", ms); cudaEventDestroy(ev);\n'
     ),
 )
 

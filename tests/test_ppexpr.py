@@ -90,7 +90,7 @@ def test_a_huge_shift_in_a_submissions_if_costs_the_grader_nothing():
 def test_the_fallback_of_a_version_test_is_what_is_checked():
     """`#if __CUDA_ARCH__ >= 800 ... #else` runs the fallback here: asm in the fast path is not refused,
     asm in the fallback is."""
-    fast = "#if __CUDA_ARCH__ >= 800 && (1 << 3) == 8\n__device__ void f() { asm(\"nop;\"); }\n#else\n#endif\n"
+    fast = '#if __CUDA_ARCH__ >= 800 && (1 << 3) == 8\n__device__ void f() { asm("nop;"); }\n#else\n#endif\n'
     rewrite(fast)
     with pytest.raises(UnsupportedConstruct, match="line 4: inline PTX"):
-        rewrite(fast.replace("#else\n", "#else\n__device__ void g() { asm(\"nop;\"); }\n"))
+        rewrite(fast.replace("#else\n", '#else\n__device__ void g() { asm("nop;"); }\n'))

@@ -563,7 +563,7 @@ def _check_host_variables(code: str, src: str):
                 raise LaunchSyntaxError(
                     _line_of(code, at + use.start()),
                     f"'{name}' is a host variable (declared at line {_line_of(code, pos)} without __device__ or "
-                    f"__constant__), which device code cannot use: nvcc refuses it with 'identifier \"{name}\" is "
+                    f'__constant__), which device code cannot use: nvcc refuses it with \'identifier "{name}" is '
                     "undefined in device code'. Pass it to the kernel as an argument, or declare it __device__ or "
                     "__constant__ and set it with cudaMemcpyToSymbol",
                 )

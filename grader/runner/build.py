@@ -30,8 +30,21 @@ def _command(backend: str, out: Path) -> list[str]:
         if not nvcc:
             raise CannotGrade("the grader's runner needs nvcc on a GPU machine, and nvcc is not on PATH")
         # -cudart static: the runner needs only the driver (libcuda) at run time, as the kernel libraries do
-        return [nvcc, f"-arch={toolchain.gpu_arch()}", "-O2", "-std=c++17", "-cudart", "static", "-DRUNNER_CUDA",
-                "-x", "cu", str(SOURCE), "-o", str(out), "-ldl"]
+        return [
+            nvcc,
+            f"-arch={toolchain.gpu_arch()}",
+            "-O2",
+            "-std=c++17",
+            "-cudart",
+            "static",
+            "-DRUNNER_CUDA",
+            "-x",
+            "cu",
+            str(SOURCE),
+            "-o",
+            str(out),
+            "-ldl",
+        ]
     from ..hostcc import command
 
     return [command(), "-O2", "-std=c++17", "-x", "c++", str(SOURCE), "-o", str(out), "-ldl"]

@@ -161,7 +161,15 @@ class Runner:
         return list(self.request("symbols", lib=lib, names=list(names))["missing"])
 
     def alloc(
-        self, id: str, n: int, word: int, *, before: int = 0, after: int = 0, cols: int = 0, data: np.ndarray | None = None
+        self,
+        id: str,
+        n: int,
+        word: int,
+        *,
+        before: int = 0,
+        after: int = 0,
+        cols: int = 0,
+        data: np.ndarray | None = None,
     ) -> None:
         arrays = {"data": np.ascontiguousarray(data).view(np.int32).reshape(-1)} if data is not None else None
         self.request("alloc", arrays, id=id, n=int(n), before=before, after=after, word=_word(word), cols=int(cols))

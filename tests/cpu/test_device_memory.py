@@ -94,8 +94,11 @@ def test_a_memset_of_an_input_is_reported(lib):
 def test_a_plain_read_after_another_blocks_atomic_is_a_race(lib):
     err, _, _ = call(lib, "atomic_then_plain_read_launch")
     assert err and "global-memory race on out[0]" in err, err
-    assert re.search(rf"reads it at {at('PLAIN READ AFTER')}, but .* of block \(0,0,0\) atomically updated it at "
-                     rf"{at('THE ATOMIC BEFORE')}\b", err), err
+    assert re.search(
+        rf"reads it at {at('PLAIN READ AFTER')}, but .* of block \(0,0,0\) atomically updated it at "
+        rf"{at('THE ATOMIC BEFORE')}\b",
+        err,
+    ), err
 
 
 def test_an_atomic_after_another_blocks_store_is_a_race(lib):
@@ -111,7 +114,9 @@ def test_atomics_with_atomics_and_ordered_plain_accesses_are_not_races(lib):
     assert out[0] == 32 and out[1] == 32 and out[2].view(np.int32) == 31 and out[3] == 24
 
 
-@pytest.mark.parametrize("fn, marker", [("scribble_launch", "STORE INTO INPUT"), ("atomic_into_input_launch", "ATOMIC INTO INPUT")])
+@pytest.mark.parametrize(
+    "fn, marker", [("scribble_launch", "STORE INTO INPUT"), ("atomic_into_input_launch", "ATOMIC INTO INPUT")]
+)
 def test_a_kernels_store_into_an_input_is_reported_even_if_undone(lib, fn, marker):
     err, inp, _ = call(lib, fn)
     assert err and err.startswith("the kernel wrote to its input in (in[") and f"at {at(marker)}" in err, err
@@ -178,13 +183,17 @@ def test_host_memory_copied_into_an_output_by_a_pitched_copy_is_reported(lib):
     ), err
 
 
-@pytest.mark.parametrize("fn, what, marker", [("read_unset_output", "reads", "UNSET READ"),
-                                              ("atomic_unset_output", "atomically updates", "UNSET ATOMIC")])
+@pytest.mark.parametrize(
+    "fn, what, marker",
+    [("read_unset_output", "reads", "UNSET READ"), ("atomic_unset_output", "atomically updates", "UNSET ATOMIC")],
+)
 def test_a_read_of_an_output_nothing_wrote_in_the_call_is_reported(lib, fn, what, marker):
     """Whatever the grader's poison is, an output read before it is written reads undefined memory on a GPU."""
     err, _, _ = call(lib, fn)
-    assert err and err.startswith(f"the kernel {what} out[0] at {at(marker)} (thread (0,0,0) of block (0,0,0)) "
-                                  "before anything wrote it in this launcher call"), err
+    assert err and err.startswith(
+        f"the kernel {what} out[0] at {at(marker)} (thread (0,0,0) of block (0,0,0)) "
+        "before anything wrote it in this launcher call"
+    ), err
 
 
 def test_an_output_set_by_a_kernel_memset_atomicexch_or_copy_may_be_read(lib):
@@ -232,8 +241,13 @@ def dvlib():
     return Lib(build(DEVICE_VARIABLE, "devvar"))
 
 
-@pytest.mark.parametrize("fn, what, marker", [("host_writes_device_variable", "wrote the __device__ variable dv", "HOST WRITE OF DV"),
-                                              ("host_reads_constant", "read the __device__ variable cv", "HOST READ OF CV")])
+@pytest.mark.parametrize(
+    "fn, what, marker",
+    [
+        ("host_writes_device_variable", "wrote the __device__ variable dv", "HOST WRITE OF DV"),
+        ("host_reads_constant", "read the __device__ variable cv", "HOST READ OF CV"),
+    ],
+)
 def test_host_code_touching_a_device_variable_is_reported(dvlib, fn, what, marker):
     err, _, _ = call(dvlib, fn)
     line = line_of(DEVICE_VARIABLE, marker)
@@ -311,5 +325,7 @@ def test_host_code_touching_cudamalloc_memory_outside_a_launcher_call_is_reporte
     f.restype = ctypes.c_float
     assert f(N) == 0.0  # the process lives on, the read completes...
     err = lib.error()  # ... and is reported with its line
-    assert err and err.startswith(f"the launcher's host code read a cudaMalloc block (device memory) at "
-                                  f"{at('HOST READ OUTSIDE A CALL').replace('device.cu', 'device_protected2.cu')}"), err
+    assert err and err.startswith(
+        f"the launcher's host code read a cudaMalloc block (device memory) at "
+        f"{at('HOST READ OUTSIDE A CALL').replace('device.cu', 'device_protected2.cu')}"
+    ), err

@@ -93,5 +93,5 @@ def test_a_flag_orders_split_k_slices_only_after_a_fence():
 def test_without_the_barrier_after_the_acquire_the_other_threads_race():
     src = (SUBS / "good_serial_splitk_flag.cu").read_text()
     first = src.index("__syncthreads();")  # the one after thread 0's wait
-    r = grade.grade("naive", src[:first] + src[first + len("__syncthreads();"):], backend="cpu", seed=1, scan=False)
+    r = grade.grade("naive", src[:first] + src[first + len("__syncthreads();") :], backend="cpu", seed=1, scan=False)
     assert not r.passed and "global-memory race on C[" in r.message, r.message

@@ -25,7 +25,9 @@ def test_an_honest_kernels_sample_stands_for_it():
 
 def test_the_grade_counts_every_block_then():
     r = grade.grade("naive", str(SUBS / "middle_block_does_all_uncoalesced.cu"), backend="cpu", seed=3, scan=False)
-    assert not r.passed and "(CPU backend: every block)" in r.message and "sectors_over_ideal_ld" in r.message, r.message
+    assert not r.passed and "(CPU backend: every block)" in r.message and "sectors_over_ideal_ld" in r.message, (
+        r.message
+    )
 
 
 def test_one_sector_loads_do_not_dilute_the_coalescing_figure():
