@@ -214,8 +214,11 @@ def build(
                     defines=extra_flags,
                     check_calls=check_calls,
                 )
-            except GraderError:
-                device.check()  # nvcc's verdict first: it is the GPU's compiler
+            except GraderError:  # g++'s message, in the CPU backend's words (file:line); nvcc's is not needed
+                try:
+                    device.check()  # waited for: it compiles in `work`
+                except GraderError:
+                    pass
                 raise
             device.check()
         _publish(work, out_dir)

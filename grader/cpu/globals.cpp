@@ -713,6 +713,7 @@ int device_copy2d(void* d, size_t dpitch, const void* s, size_t spitch, size_t w
     if (g_device && (!rows_fit(d, dpitch, width, height, "destination", call, line) ||
                      (kind == 0 && !rows_fit(s, spitch, width, height, "source", call, line))))
         return 0;  // reported; copying would write past a buffer
+    DeviceOpen open;  // once for every row (a row's own copy would open and close the pages: 2 mprotects a row)
     for (size_t r = 0; r < height; ++r)
         copy_checked((char*)d + r * dpitch, kind == 1 ? nullptr : (const char*)s + r * spitch, width, kind, value,
                      line, call);
