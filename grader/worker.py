@@ -65,7 +65,11 @@ def _poison_word(dtype: torch.dtype, is_input: bool = False) -> int:
 def _damage(name: str, mem, h: Handle) -> str | None:
     """How a kernel wrote outside `name`, judged by its guard zones (counted where the buffer lives);
     None when it did not."""
-    g = mem.guards(h)
+    return _guard_problem(name, mem.guards(h), h)
+
+
+def _guard_problem(name: str, g: dict, h: Handle) -> str | None:
+    """_damage on the guard counts `g` (mem.guards(h), or a batch's)."""
     if g["after"]:
         return (
             f"wrote past the end of {name}: {g['after']} element(s) in the {h.after} after it "
@@ -132,7 +136,8 @@ def run_case(
     then runs with X and Y poisoned, on the mask the grader made, inputs["mask"], not on forward's). A
     launcher's input missing from `inputs` is an earlier launcher's output (relu_backward reads
     forward's mask). If `digests` is given, it receives the hash of every input as it is after the last
-    launcher that takes it (a kernel that writes its inputs shows)."""
+    launcher that takes it (a kernel that writes its inputs shows). The whole case is one batch (one
+    runner request), which stops at a launcher's error."""
     mem = mod if hasattr(mod, "alloc") else Local(mod)
     dims = _dims(mem.exercise, shape)
     launchers = contract.LAUNCHERS[mem.exercise]
@@ -141,37 +146,45 @@ def run_case(
     # (an output: the CPU backend would call that read a race, or a value the kernel wrote: no sign).
     # (capped at 2^24 elements, 64 MB: a long shape's M = 70000 would otherwise ask for 20 GB)
     after = max(GUARD, min(max(dims.values()) ** 2, 1 << 24))
+    batch = mem.batch()
     # buffer ids: an input and an output may share a name (relu_mask's mask: the grader's, forward's)
-    guarded = {k: _alloc(mem, k, dims, v, after, buffer_id=f"in:{k}") for k, v in inputs.items()}
+    guarded = {k: _alloc(batch, k, dims, v, after, buffer_id=f"in:{k}") for k, v in inputs.items()}
     produced: dict[str, Handle] = {}
     every_output: list[tuple[str, Handle]] = []
-    results: dict[str, torch.Tensor] = {}
-    hashes: dict[str, str] = {}
+    errors, reads, hashes = [], {}, {}
     keys = {(l.name, n): key for l, n, key in contract.result_keys(mem.exercise)}  # mlp_step: gemm's C
     for i, launcher in enumerate(launchers):
-        outs = {n: _alloc(mem, n, dims, buffer_id=f"out:{keys[launcher.name, n]}") for n in contract.outputs(launcher)}
+        outs = {
+            n: _alloc(batch, n, dims, buffer_id=f"out:{keys[launcher.name, n]}") for n in contract.outputs(launcher)
+        }
         given = {n: guarded.get(n) or produced[n] for n in contract.inputs(launcher)}
-        _call(mem, "sub", launcher, given | outs, dims)
+        args = _launch_args(launcher, given | outs, dims)
+        errors.append(batch.call("sub", launcher.name, args, outs={h.name for h in outs.values()}))
         for n, h in outs.items():
-            results[keys[launcher.name, n]] = mem.read(h)  # read now: nothing later may change it
+            reads[keys[launcher.name, n]] = batch.read(h)  # read now: nothing later may change it
             produced.setdefault(n, h)
             every_output.append((n, h))
         later = {n for l in launchers[i + 1 :] for n in contract.inputs(l)}
         for n, h in guarded.items():
             if n not in later and n not in hashes:
-                hashes[n] = digest(mem.read(h))
+                hashes[n] = batch.read(h)
                 if later:
-                    mem.fill(h, _poison_word(h.dtype))
+                    batch.fill(h, _poison_word(h.dtype))
         for n, h in produced.items():
             if later and (n not in later or n in guarded):
-                mem.fill(h, _poison_word(h.dtype))
-    for name, h in list(guarded.items()) + every_output:
-        problem = _damage(name, mem, h)
+                batch.fill(h, _poison_word(h.dtype))
+    guards = [(name, h, batch.guards(h)) for name, h in list(guarded.items()) + every_output]
+    batch.run()
+    for e in errors:
+        if e.value:
+            raise KernelError(e.value)
+    for name, h, g in guards:
+        problem = _guard_problem(name, g.value, h)
         if problem:
             raise KernelError(problem)
     if digests is not None:
-        digests.update(hashes)
-    return results
+        digests.update({n: digest(t.value) for n, t in hashes.items()})
+    return {k: t.value for k, t in reads.items()}
 
 
 class Ops:
@@ -219,6 +232,11 @@ class FreshRounds:
     reference of that round's inputs, with the same tolerance as the correctness cases, every
     output element is checked for NaN/inf (unwritten) and a GEMM's column sums against (1^T A) B;
     the inputs must still hold what was drawn (an exact checksum).
+
+    Bound to the runner's timed calls (`bound`, grader.runner.memory.Remote.timed), a round is one
+    runner request: the draws and poison go with the round's first runner call, the checks come
+    back with the submission's (observe), and the runner draws the sampled rows after the kernel ran.
+    Otherwise refresh() and check() ask the memory directly (Local: the grader's tests).
     """
 
     def __init__(self, exercise: str, shape, mem, ins: dict, outs: dict, seed: int, copy_device="cpu", n_rows: int = 4):
@@ -230,6 +248,9 @@ class FreshRounds:
         self.rounds = 0
         self.failure: str | None = None  # what went wrong in the first bad round
         self.inputs_changed: list[str] = []
+        self.bound = False
+        self.pending: dict = {}  # the draws and poison the runner has not made yet
+        self.seen: dict | None = None  # what this round's runner requests observed
         self.refresh()
 
     def _seed(self, k: int) -> int:
@@ -239,30 +260,96 @@ class FreshRounds:
     def refresh(self) -> None:
         """New inputs (in place: the kernel keeps its pointers), poisoned outputs."""
         self.draws += 1
+        draw = []
         for k, (name, h) in enumerate(self.ins.items()):
             seed, relu = self._seed(k), name == "X"
-            self.mem.random(h, seed, relu)
+            draw.append({"id": h.name, "seed": seed, "relu": relu})
             rng.fill_(self.copies[name], seed, relu)
-        for h in self.outs.values():
-            self.mem.fill(h, _poison_word(h.dtype))
+        poison = [{"id": h.name, "word": _bits(_poison_word(h.dtype))} for h in self.outs.values()]
         self.expect = {n: checksum(c) for n, c in self.copies.items()}
+        self.pending, self.seen = {"draw": draw, "poison": poison}, None
+        if self.bound:
+            return  # made by the round's first runner request
+        if hasattr(self.mem, "round"):  # the runner: one request
+            self.mem.round([], self.pending)
+        else:
+            by_id = {h.name: h for h in list(self.ins.values()) + list(self.outs.values())}
+            for d in draw:
+                self.mem.random(by_id[d["id"]], d["seed"], d["relu"])
+            for p in poison:
+                self.mem.fill(by_id[p["id"]], p["word"])
+        self.pending = {}
+
+    def round_spec(self, checked: bool) -> dict:
+        """What a runner request of this round does besides its calls: the pending draws and poison, then
+        the input checksums (every runner call: none may change the inputs) and, if `checked` (the
+        submission's timed call), the outputs' checks and a row sample."""
+        spec, self.pending = self.pending, {}
+        stats = [{"id": h.name, "cols": h.shape[-1]} for h in self.ins.values()]
+        if checked:
+            colsum = self.exercise in GEMM_ONLY
+            stats += [
+                {"id": h.name, "cols": h.shape[-1], "colsum": colsum and n == "C"}
+                for n, h in self.outs.items()
+                if h.dtype == torch.float32
+            ]
+            of = [{"id": h.name, "cols": h.shape[-1]} for h in self.outs.values()]
+            spec = spec | {"rows": {"m": self.shape[0], "n": self.n_rows, "of": of}}
+        return spec | {"stats": stats}
+
+    def observe(self, reply: dict, spec: dict) -> None:
+        """A runner reply to round_spec's request (grader.runner.client.Runner.round)."""
+        seen = self.seen = self.seen or {"changed": []}
+        names = {h.name: n for n, h in list(self.ins.items()) + list(self.outs.items())}
+        for k, (want, got) in enumerate(zip(spec["stats"], reply["stats"])):
+            n = names[want["id"]]
+            if n in self.ins and (int(got["sum"]), int(got["weighted"])) != self.expect[n]:
+                seen["changed"] += [] if n in seen["changed"] else [n]
+            elif n in self.outs:
+                seen.setdefault("nonfinite", {})[n] = int(got["nonfinite"])
+                if want.get("colsum"):
+                    seen["colsum"] = torch.from_numpy(reply["_arrays"][f"colsum{k}"])
+        if "rows" in spec:
+            seen["rows"] = [int(r) for r in reply["rows"]]
+            seen["row_values"] = {
+                names[o["id"]]: torch.from_numpy(reply["_arrays"][f"rows{k}"]).view(self.outs[names[o["id"]]].dtype)
+                for k, o in enumerate(spec["rows"]["of"])
+            }
+
+    def _observe_here(self) -> dict:
+        """The round's checks asked of the memory, one request each (no runner request brought them)."""
+        m = self.shape[0]
+        rows = sorted(self.pick.choice(m, size=min(self.n_rows, m), replace=False).tolist())
+        changed = [
+            n for n, h in self.ins.items() if tuple(self.mem.stats(h)[k] for k in ("sum", "weighted")) != self.expect[n]
+        ]
+        float_outs = {n: h for n, h in self.outs.items() if h.dtype == torch.float32}
+        stats = {n: self.mem.stats(h, colsum=n == "C" and self.exercise in GEMM_ONLY) for n, h in float_outs.items()}
+        return {
+            "changed": changed,
+            "rows": rows,
+            "row_values": {n: self.mem.rows(h, rows) for n, h in self.outs.items()},
+            "nonfinite": {n: st["nonfinite"] for n, st in stats.items()},
+            "colsum": stats["C"].get("colsum") if "C" in stats else None,
+        }
 
     def check(self) -> bool:
         """Check the round just timed; True to stop timing (a round failed)."""
         self.rounds += 1
-        changed = []
-        for n, h in self.ins.items():
-            st = self.mem.stats(h)
-            if (st["sum"], st["weighted"]) != self.expect[n]:
-                changed.append(n)
-        if changed:
-            self.inputs_changed = changed
+        obs, self.seen = self.seen or {"changed": []}, None
+        if "rows" not in obs:  # no runner request brought the checks
+            here = self._observe_here()
+            obs = here | {"changed": obs["changed"] + [n for n in here["changed"] if n not in obs["changed"]]}
+        if obs["changed"]:
+            self.inputs_changed = obs["changed"]
             return True
-        m = self.shape[0]
-        rows = sorted(self.pick.choice(m, size=min(self.n_rows, m), replace=False).tolist())
+        rows, m = obs["rows"], self.shape[0]
+        if len(rows) != min(self.n_rows, m) or len(set(rows)) != len(rows) or not all(0 <= r < m for r in rows):
+            self.failure = f"in round {self.rounds}: the runner's sample of rows came back malformed ({rows})"
+            return True
         case = _to_cpu(checks.make_case_from(self.exercise, self.shape, self.copies, rows=rows))
         for name in case.expected:
-            mm = checks.compare(case, name, self.mem.rows(self.outs[name], rows))
+            mm = checks.compare(case, name, obs["row_values"][name])
             if mm:
                 self.failure = (
                     f"in round {self.rounds} (inputs drawn afresh every round), rows {rows}:\n"
@@ -270,23 +357,22 @@ class FreshRounds:
                 )
                 return True
         # the rows above are a sample; these look at every element, cheaply
-        unwritten = [n for n, h in self.outs.items() if h.dtype == torch.float32 and self.mem.stats(h)["nonfinite"]]
+        unwritten = [n for n, bad in obs["nonfinite"].items() if bad]
         if unwritten:  # the poison left anywhere (rows skipped at the timed size), or a NaN/inf
             self.failure = (
                 f"in round {self.rounds} (inputs drawn afresh every round): {', '.join(unwritten)} "
                 "holds NaN/inf or elements never written"
             )
             return True
-        return self.exercise in GEMM_ONLY and not self._column_sums_ok()
+        return self.exercise in GEMM_ONLY and not self._column_sums_ok(obs["colsum"])
 
-    def _column_sums_ok(self) -> bool:
+    def _column_sums_ok(self, got: torch.Tensor) -> bool:
         """Every row counts: C's column sums must equal (1^T A) B, within the sum of the rows' tolerances
         (a kernel that writes plausible values in a few rows it skipped fails here, not only by chance)."""
         a, b = self.copies["A"].double(), self.copies["B"].double()
         expected = (a.sum(0) @ b).cpu()
         tol = checks.gemm_tolerance(a.abs().sum(0) @ b.abs(), self.shape[2]).cpu()
-        got = self.mem.stats(self.outs["C"], colsum=True)["colsum"].double()
-        bad = ((got - expected).abs() > tol).nonzero().flatten()
+        bad = ((got.double() - expected).abs() > tol).nonzero().flatten()
         if len(bad):
             self.failure = (
                 f"in round {self.rounds} (inputs drawn afresh every round): the sums of "
@@ -343,7 +429,7 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
         steps.append(("sub", launcher.name, _launch_args(launcher, bufs | outs, dims)))
     rounds = FreshRounds(exercise, shape, mem, bufs, outs, req["seed"], copy_device)
     ins = rounds.copies  # this process's copy of every round's inputs
-    calls = {"kernel": mem.timed(steps)}
+    calls = {"kernel": mem.timed(steps, rounds, checked=True)}
     if own_pass:
         gemm = contract.GEMM
         if not mem.has("sub", gemm.name):
@@ -361,8 +447,8 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
         pass_args = _launch_args(
             contract.BIAS_RELU_MASK, {"C": mine["C"], "bias": bufs["bias"], "Y": mine["Y"], "mask": mine["mask"]}, dims
         )
-        calls["baseline"] = mem.timed([alone, ("pass", contract.BIAS_RELU_MASK.name, pass_args)])
-        calls["gemm_alone"] = mem.timed([alone])
+        calls["baseline"] = mem.timed([alone, ("pass", contract.BIAS_RELU_MASK.name, pass_args)], rounds)
+        calls["gemm_alone"] = mem.timed([alone], rounds)
     elif baseline is not None:
         local = Local(baseline)
         made = {}

@@ -208,6 +208,33 @@ class Runner:
         )
         return float(reply["ms"]), float(reply["host_ms"]), reply["error"]
 
+    def batch(self, reqs: list[tuple[str, dict, dict | None]]) -> list[dict]:
+        """Several requests [(op, meta, arrays)] in one round trip, run in order; the replies of those
+        that ran (the runner stops after a launcher's error: fewer replies than requests)."""
+        arrays = {f"{k}/{name}": a for k, (_, _, arr) in enumerate(reqs) for name, a in (arr or {}).items()}
+        reply = self.request("batch", arrays or None, reqs=[{"op": op, **meta} for op, meta, _ in reqs])
+        got = reply["_arrays"]
+        out = []
+        for k, meta in enumerate(reply["replies"]):
+            prefix = f"{k}/"
+            meta["_arrays"] = {n[len(prefix) :]: a for n, a in got.items() if n.startswith(prefix)}
+            out.append(meta)
+        return out
+
+    def round(self, calls: list[tuple[str, str, list]], flush: str, head_start_us: float, device: bool, **spec) -> dict:
+        """One timed round and everything around it (runner.cpp round_request): spec's draw
+        [{id, seed, relu}] and poison [{id, word}] before it, stats [{id, cols, colsum}] and rows
+        {m, n, of: [{id, cols}]} after it. The reply: ms, host_ms, error, stats, rows, and arrays
+        colsumK (stats[K]'s column sums) and rowsK (the rows of of[K])."""
+        return self.request(
+            "round",
+            calls=[{"lib": lib, "fn": fn, "args": [_arg(a) for a in args]} for lib, fn, args in calls],
+            flush=flush or "",
+            head_start_us=float(head_start_us),
+            device=device,
+            **spec,
+        )
+
     def emu(self, fn: str, args: list = (), ret: str = "void", lib: str = "sub"):
         """Call one of the CPU runtime's own entry points (cuda_emu_*): integer arguments, or numpy
         arrays (passed as pointers to a copy in the runner)."""

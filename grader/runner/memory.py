@@ -4,6 +4,7 @@
     mem = Local(kernel_module)                        # this process (grader.profile.run in a notebook)
     a = mem.alloc("A", (64, 32), torch.float32, word, content=tensor, before=GUARD, after=GUARD)
     err = mem.call("sub", "gemm", [a, b, c_out, 64, 64, 32, STREAM])
+    b = mem.batch(); c = b.alloc(...); e = b.call(...); out = b.read(c); b.run(); out.value   # one round trip
 
 A handle (Handle) names a buffer: its shape, dtype and guard zones. Reads come back as CPU tensors.
 Local keeps torch tensors and calls the library's launchers through ctypes; Remote keeps the
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 
 from . import rng
-from .client import STREAM, Buf, Runner
+from .client import STREAM, Buf, Runner, _arg
 
 _WEIGHTS: dict[tuple[int, str], torch.Tensor] = {}
 
@@ -70,6 +71,45 @@ def _guards(bits: torch.Tensor, h: Handle) -> dict:
     return {"before": before, "after": len(hit_after), "first_after": int(hit_after[0]) if len(hit_after) else -1}
 
 
+class Slot:
+    """A result a batch fills in when it runs (value None: the batch stopped before it)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value=None):
+        self.value = value
+
+
+class _LocalBatch:
+    """Local's batch: each request runs at once, none after a launcher's error (as the runner's batch)."""
+
+    def __init__(self, mem: "Local"):
+        self.mem, self.stopped = mem, False
+
+    def _do(self, f) -> Slot:
+        return Slot(None if self.stopped else f())
+
+    def alloc(self, *args, **kw) -> Handle:
+        return self.mem.alloc(*args, **kw)
+
+    def fill(self, h: Handle, word: int) -> None:
+        self._do(lambda: self.mem.fill(h, word))
+
+    def read(self, h: Handle) -> Slot:
+        return self._do(lambda: self.mem.read(h))
+
+    def guards(self, h: Handle) -> Slot:
+        return self._do(lambda: self.mem.guards(h))
+
+    def call(self, lib: str, fn: str, args: list, outs=()) -> Slot:
+        slot = self._do(lambda: self.mem.call(lib, fn, args, outs))
+        self.stopped = self.stopped or bool(slot.value)
+        return slot
+
+    def run(self) -> None:
+        pass
+
+
 class Local:
     """Buffers as torch tensors of this process, on the module's device; launchers through ctypes."""
 
@@ -92,6 +132,9 @@ class Local:
         if content is not None:
             self.tensor(h).copy_(content.view(shape))
         return h
+
+    def batch(self) -> _LocalBatch:
+        return _LocalBatch(self)
 
     def tensor(self, h: Handle) -> torch.Tensor:
         return self._bases[h.name][h.before : h.before + h.numel].view(h.dtype).view(h.shape)
@@ -137,8 +180,9 @@ class Local:
             return str(e)
         return ""
 
-    def timed(self, calls: list[tuple[str, str, list]]):
-        """A callable for grader.timing.time_gpu (this process's events time it)."""
+    def timed(self, calls: list[tuple[str, str, list]], rounds=None, checked: bool = False):
+        """A callable for grader.timing.time_gpu (this process's events time it; `rounds` applies its
+        draws and checks itself, grader.worker.FreshRounds)."""
         steps = [(getattr(self.libs[lib].launch, fn), self._args(args)) for lib, fn, args in calls]
         return lambda: [f(*a) for f, a in steps]
 
@@ -155,6 +199,22 @@ class Remote:
         self.device_memory = device  # the CPU runtime treats the buffers as device memory (not contract.HOST)
         self.build = SimpleNamespace(path=Path(lib_path), key=Path(lib_path).parent.name)  # grader.profile's sites
         self._lib = _EmuLib(runner)  # the CPU runtime's own API, as grader.profile calls it
+        # buffers whose guard zones were found intact after the last call of the submission's code (a
+        # batch may then refill only their inner region), each one's geometry, and the inputs stashed
+        # in the runner ({id: (tensor, its version)}: a case's later schedules restore, not resend, them)
+        self._clean: set[str] = set()
+        self._geometry: dict[str, tuple] = {}
+        self._stash: dict[str, tuple[torch.Tensor, int]] = {}
+
+    def batch(self) -> "_RemoteBatch":
+        return _RemoteBatch(self)
+
+    def round(self, calls: list, spec: dict, flush: str = "", head_start_us: float = 0.0) -> dict:
+        """One runner request: spec's draws and poison, the timed `calls` (already runner arguments;
+        none: only the rest), the checks spec asks for (grader.runner.client.Runner.round)."""
+        if calls:
+            self._clean.clear()
+        return self.runner.round(calls, flush, head_start_us, self.device_memory, **spec)
 
     def has(self, lib: str, fn: str) -> bool:
         return not self.runner.missing(lib, [fn])
@@ -169,6 +229,8 @@ class Remote:
         data = None if content is None else content.detach().cpu().contiguous().numpy()
         cols = shape[-1] if len(shape) == 2 else 0
         self.runner.alloc(name, h.numel, word, before=before, after=after, cols=cols, data=data)
+        self._clean.discard(name)
+        self._geometry.pop(name, None)
         return h
 
     def _tensor(self, words: np.ndarray, h: Handle, shape) -> torch.Tensor:
@@ -193,6 +255,11 @@ class Remote:
     def random(self, h: Handle, seed: int, relu: bool = False) -> None:
         self.runner.random(h.name, seed, relu)
 
+    def free(self) -> None:
+        self.runner.free()
+        self._clean.clear()
+        self._geometry.clear()
+
     def stats(self, h: Handle, colsum: bool = False) -> dict:
         reply = self.runner.request("stats", id=h.name, cols=h.shape[-1], colsum=colsum)
         out = {k: int(reply[k]) for k in ("sum", "weighted", "nonfinite")}
@@ -211,14 +278,22 @@ class Remote:
 
     def call(self, lib: str, fn: str, args: list, outs=()) -> str:
         """Run one launcher; its error as grader.binding.KernelModule.check_error words it ('' if none)."""
-        err = self.runner.call(lib, fn, self._args(fn, args), device=self.device_memory)
+        self._clean.clear()
+        return self._error(fn, self.runner.call(lib, fn, self._args(fn, args), device=self.device_memory))
+
+    def _error(self, fn: str, err: str) -> str:
         if not err:
             return ""
         return f"CUDA error in {fn}: {err}" if self.backend == "cuda" else f"{fn}: {err}"
 
-    def timed(self, calls: list[tuple[str, str, list]]):
-        """An object grader.timing.time_gpu times through the runner's own events (timed_round)."""
-        return _RemoteCalls(self, [(lib, fn, self._args(fn, args)) for lib, fn, args in calls])
+    def timed(self, calls: list[tuple[str, str, list]], rounds=None, checked: bool = False):
+        """An object grader.timing.time_gpu times through the runner's own events (timed_round).
+        rounds (grader.worker.FreshRounds): its fresh inputs and poison travel with the round's first
+        runner request, and its checks come back with this one's (all of them if `checked`: the
+        submission's timed call; else the input checksums)."""
+        if rounds is not None:
+            rounds.bound = True
+        return _RemoteCalls(self, [(lib, fn, self._args(fn, args)) for lib, fn, args in calls], rounds, checked)
 
     def check_error(self, what: str) -> None:
         pass  # every request reports its own error
@@ -263,10 +338,11 @@ class _EmuLib:
 
 
 class _RemoteCalls:
-    def __init__(self, mem: Remote, calls):
-        self.mem, self.calls = mem, calls
+    def __init__(self, mem: Remote, calls, rounds=None, checked: bool = False):
+        self.mem, self.calls, self.rounds, self.checked = mem, calls, rounds, checked
 
     def __call__(self) -> None:  # an untimed call (warm-up)
+        self.mem._clean.clear()
         for lib, fn, args in self.calls:
             err = self.mem.runner.call(lib, fn, args, device=self.mem.device_memory)
             if err:
@@ -275,12 +351,91 @@ class _RemoteCalls:
                 raise KernelError(f"CUDA error in {fn}: {err}")
 
     def timed_round(self, flush: str, head_start_us: float) -> tuple[float, float]:
-        ms, host_ms, err = self.mem.runner.timed_round(self.calls, flush, head_start_us, self.mem.device_memory)
-        if err:
+        """One request: the round's fresh inputs (if this is its first runner call), the timed calls and
+        the round's checks, which go to self.rounds (grader.worker.FreshRounds.observe)."""
+        spec = self.rounds.round_spec(self.checked) if self.rounds is not None else {}
+        reply = self.mem.round(self.calls, spec, flush, head_start_us)
+        if reply["error"]:
             from ..errors import KernelError
 
-            raise KernelError(f"CUDA error in the timed runs: {err}")
-        return ms, host_ms
+            raise KernelError(f"CUDA error in the timed runs: {reply['error']}")
+        if self.rounds is not None:
+            self.rounds.observe(reply, spec)
+        return float(reply["ms"]), float(reply["host_ms"])
+
+
+class _RemoteBatch:
+    """Requests queued, then sent as one (the runner's op "batch"); each method's result is a Slot.
+    An allocation queued before the batch's first call reuses a buffer of the same geometry whose
+    guards were found intact since the submission's code last ran (only its inner region is refilled),
+    and an input already stashed in the runner is restored there instead of sent again."""
+
+    def __init__(self, mem: Remote):
+        self.mem, self.reqs, self.parse = mem, [], []
+        self.called = False
+        self.checked: list[tuple[str, Slot]] = []  # guards queued after the last call
+
+    def _queue(self, op: str, meta: dict, arrays: dict | None = None, parse=None) -> Slot:
+        slot = Slot()
+        self.reqs.append((op, meta, arrays))
+        self.parse.append((slot, parse))
+        return slot
+
+    def alloc(self, name, shape, dtype, word, content=None, before=0, after=0) -> Handle:
+        mem = self.mem
+        h = Handle(name, tuple(shape), dtype, before, after, {"guard": word})
+        cols = shape[-1] if len(shape) == 2 else 0
+        geometry = (h.numel, before, after, _bits(word), cols)
+        if not self.called and name in mem._clean and mem._geometry.get(name) == geometry:
+            self._queue("fill", {"id": name, "word": _bits(word)})  # its guard zones hold `word` already
+        else:
+            self._queue(
+                "alloc", {"id": name, "n": h.numel, "before": before, "after": after, "word": _bits(word), "cols": cols}
+            )
+            mem._geometry[name] = geometry
+        mem._clean.discard(name)
+        if content is not None:
+            kept = mem._stash.get(name)
+            if kept is None or kept[0] is not content or kept[1] != content._version:
+                words = content.detach().cpu().contiguous().numpy().view(np.int32).reshape(-1)
+                self._queue("stash", {"id": name}, {"data": words})
+                mem._stash[name] = (content, content._version)
+            self._queue("restore", {"id": name, "from": name})
+        return h
+
+    def fill(self, h: Handle, word: int) -> None:
+        self._queue("fill", {"id": h.name, "word": _bits(word)})
+
+    def read(self, h: Handle) -> Slot:
+        return self._queue("read", {"id": h.name}, parse=lambda r: self.mem._tensor(r["_arrays"]["data"], h, h.shape))
+
+    def guards(self, h: Handle) -> Slot:
+        slot = self._queue(
+            "guards",
+            {"id": h.name, "word": _bits(h.words["guard"])},
+            parse=lambda r: {k: int(r[k]) for k in ("before", "after", "first_after")},
+        )
+        self.checked.append((h.name, slot))
+        return slot
+
+    def call(self, lib: str, fn: str, args: list, outs=()) -> Slot:
+        self.called = True
+        self.checked.clear()
+        meta = {"lib": lib, "fn": fn, "args": [_arg(a) for a in self.mem._args(fn, args)]}
+        return self._queue(
+            "call", meta | {"device": self.mem.device_memory}, parse=lambda r: self.mem._error(fn, r["error"])
+        )
+
+    def run(self) -> None:
+        mem = self.mem
+        if self.called:
+            mem._clean.clear()
+        replies = mem.runner.batch(self.reqs) if self.reqs else []
+        for (slot, parse), reply in zip(self.parse, replies):
+            slot.value = parse(reply) if parse else reply
+        for name, slot in self.checked:
+            if slot.value is not None and not (slot.value["before"] or slot.value["after"]):
+                mem._clean.add(name)
 
 
 __all__ = ["Local", "Remote", "Handle", "STREAM", "checksum", "digest"]

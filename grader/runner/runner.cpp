@@ -29,9 +29,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -240,6 +242,7 @@ static bool recv(Message& m) {
 struct Reply {
     std::string meta = "{}";  // a JSON object's text
     std::vector<std::pair<std::string, Array>> arrays;
+    bool stop = false;  // a launcher reported an error: a batch ends here (op "batch")
 };
 
 static void send(const Reply& r) {
@@ -315,6 +318,7 @@ struct Buffer {
 };
 
 static std::map<std::string, Buffer> BUFFERS;
+static std::map<std::string, std::vector<char>> STASH;  // op "stash": inputs kept for a case's next schedule
 
 #ifdef RUNNER_CUDA
 static cudaStream_t STREAM;
@@ -683,8 +687,13 @@ static void flush_l2(const std::string& mode) {
 
 // One timed round of `calls` (grader/timing.py time_gpu's loop body): on a GPU, synchronise, flush the
 // L2, keep the GPU busy for a head start, then time the calls between two events; on the CPU backend's
-// host exercise, the host clock around the calls. Returns {"ms", "host_ms"}.
-static std::string timed_round(std::vector<Call>& calls, const std::string& flush, double head_start_us, bool device) {
+// host exercise, the host clock around the calls. (event ms, host ms, the error).
+struct Timed {
+    double ms = 0, host_ms = 0;
+    std::string error;
+};
+
+static Timed timed_round(std::vector<Call>& calls, const std::string& flush, double head_start_us, bool device) {
 #ifdef RUNNER_CUDA
     static cudaEvent_t pre, start, end;
     static bool made = false;
@@ -716,7 +725,7 @@ static std::string timed_round(std::vector<Call>& calls, const std::string& flus
         cudaEventElapsedTime(&lead, pre, start);
     }
     double host = h1 - h0 - lead;
-    return obj({{"ms", std::to_string(ms)}, {"host_ms", std::to_string(host > 0 ? host : 0)}, {"error", quote(err)}});
+    return Timed{ms, host > 0 ? host : 0, err};
 #else
     (void)flush;
     (void)head_start_us;
@@ -726,12 +735,255 @@ static std::string timed_round(std::vector<Call>& calls, const std::string& flus
     std::string err;
     for (auto& c : calls)
         if (err.empty()) err = library_error(*c.lib, false);
-    return obj({{"ms", std::to_string(ms)}, {"host_ms", std::to_string(ms)}, {"error", quote(err)}});
+    return Timed{ms, ms, err};
 #endif
 }
 
+// ------------------------------------------------------------------------------------ checks in place
+// What the worker asks about buffers after a case or a timed round, computed where the buffers live:
+// on a GPU with kernels into persistent scratch (no cudaMalloc/cudaFree per request: cudaFree
+// synchronises the device) and one copy back; nothing large crosses the pipe.
+struct Stat {
+    unsigned long long sum = 0, weighted = 0, nonfinite = 0;
+    std::vector<double> colsum;  // empty unless asked for
+};
+
+#ifdef RUNNER_CUDA
+static char* SCRATCH = nullptr;  // device memory for the checks' sums, grown as needed, never freed
+static size_t SCRATCH_BYTES = 0;
+static char* scratch(size_t bytes) {
+    if (bytes > SCRATCH_BYTES) {
+        cuda_ok(cudaStreamSynchronize(STREAM), "scratch");
+        cudaFree(SCRATCH);
+        SCRATCH = nullptr;
+        SCRATCH_BYTES = 0;
+        cuda_ok(cudaMalloc(&SCRATCH, bytes), "scratch");
+        SCRATCH_BYTES = bytes;
+    }
+    return SCRATCH;
+}
+
+// Changed words in a buffer's guard zones: [0] before, [1] after, [2] the first index after (or ~0).
+__global__ void guards_kernel(const uint32_t* base, size_t before, size_t n, size_t after, uint32_t word,
+                              unsigned long long* out) {
+    unsigned long long hit_before = 0, hit_after = 0, first = ~0ull;
+    for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < before + after; j += (size_t)gridDim.x * blockDim.x) {
+        bool in_before = j < before;
+        if (base[in_before ? j : n + j] != word) {
+            if (in_before) hit_before++;
+            else {
+                hit_after++;
+                if (j - before < first) first = j - before;
+            }
+        }
+    }
+    if (hit_before) atomicAdd(&out[0], hit_before);
+    if (hit_after) {
+        atomicAdd(&out[1], hit_after);
+        atomicMin(&out[2], first);
+    }
+}
+__global__ void set_words64(unsigned long long* p, unsigned long long a, unsigned long long b, unsigned long long c) {
+    p[0] = a;
+    p[1] = b;
+    p[2] = c;
+}
+#endif
+
+// An exact, order-free checksum of each buffer's words (their sum, and their sum weighted by i % 61 + 1,
+// as 64-bit integers: grader.runner.memory.checksum computes the same), its NaN/inf count, and where
+// asked a float32 matrix's column sums in double.
+static std::vector<Stat> buffer_stats(const std::vector<Buffer*>& bufs, const std::vector<size_t>& cols,
+                                      const std::vector<bool>& want_cols) {
+    std::vector<Stat> out(bufs.size());
+#ifdef RUNNER_CUDA
+    size_t total_cols = 0;
+    std::vector<size_t> at(bufs.size());
+    for (size_t k = 0; k < bufs.size(); k++) {
+        at[k] = total_cols;
+        total_cols += want_cols[k] ? cols[k] : 0;
+    }
+    size_t sum_bytes = 24 * bufs.size(), bytes = sum_bytes + 8 * total_cols;
+    char* s = scratch(bytes ? bytes : 8);
+    cuda_ok(cudaMemsetAsync(s, 0, bytes, STREAM), "stats");
+    for (size_t k = 0; k < bufs.size(); k++)
+        stats_kernel<<<264, 256, 0, STREAM>>>((const uint32_t*)bufs[k]->inner(), bufs[k]->n, cols[k],
+                                               (unsigned long long*)(s + 24 * k),
+                                               want_cols[k] ? (double*)(s + sum_bytes) + at[k] : nullptr);
+    std::vector<char> host(bytes);
+    from_dev(host.data(), s, bytes);  // waits for the kernels (our stream)
+    for (size_t k = 0; k < bufs.size(); k++) {
+        unsigned long long v[3];
+        memcpy(v, host.data() + 24 * k, 24);
+        out[k].sum = v[0];
+        out[k].weighted = v[1];
+        out[k].nonfinite = v[2];
+        if (want_cols[k]) {
+            const double* c = (const double*)(host.data() + sum_bytes) + at[k];
+            out[k].colsum.assign(c, c + cols[k]);
+        }
+    }
+#else
+    for (size_t k = 0; k < bufs.size(); k++) {
+        const uint32_t* p = (const uint32_t*)bufs[k]->inner();
+        Stat& st = out[k];
+        if (want_cols[k]) st.colsum.assign(cols[k], 0.0);
+        for (size_t i = 0; i < bufs[k]->n; i++) {
+            uint32_t v = p[i];
+            st.sum += v;
+            st.weighted += (unsigned long long)v * (i % 61 + 1);
+            st.nonfinite += (v & 0x7f800000u) == 0x7f800000u;
+            if (want_cols[k]) {
+                float f;
+                memcpy(&f, &v, 4);
+                st.colsum[i % cols[k]] += f;
+            }
+        }
+    }
+#endif
+    return out;
+}
+
+static std::string stat_json(const Stat& st) {
+    return obj({{"sum", std::to_string(st.sum)}, {"weighted", std::to_string(st.weighted)},
+                {"nonfinite", std::to_string(st.nonfinite)}});
+}
+
+// Guard words that changed, counted in place (a long shape's input has a 64 MB guard after it).
+static void count_guards(Buffer& b, uint32_t word, long long& before, long long& after, long long& first) {
+#ifdef RUNNER_CUDA
+    unsigned long long* s = (unsigned long long*)scratch(24);
+    set_words64<<<1, 1, 0, STREAM>>>(s, 0, 0, ~0ull);
+    if (b.before + b.after)
+        guards_kernel<<<264, 256, 0, STREAM>>>((const uint32_t*)b.base, b.before, b.n, b.after, word, s);
+    unsigned long long v[3];
+    from_dev(v, (const char*)s, sizeof v);
+    before = (long long)v[0];
+    after = (long long)v[1];
+    first = v[1] ? (long long)v[2] : -1;
+#else
+    const uint32_t* w = (const uint32_t*)b.base;
+    before = after = 0;
+    first = -1;
+    for (size_t i = 0; i < b.before; i++) before += w[i] != word;
+    const uint32_t* tail = w + b.before + b.n;
+    for (size_t i = 0; i < b.after; i++)
+        if (tail[i] != word) {
+            if (first < 0) first = (long long)i;
+            after++;
+        }
+#endif
+}
+
+// Rows of a row-major matrix's inner region into dst (cols words each); on a GPU the copies are queued
+// and waited for once.
+static void read_rows(Buffer& b, const std::vector<size_t>& rows, size_t cols, char* dst) {
+    for (size_t k = 0; k < rows.size(); k++)
+        if ((rows[k] + 1) * cols > b.n) throw std::runtime_error("rows: out of range");
+#ifdef RUNNER_CUDA
+    for (size_t k = 0; k < rows.size(); k++)
+        cuda_ok(cudaMemcpyAsync(dst + 4 * cols * k, b.inner() + 4 * cols * rows[k], 4 * cols, cudaMemcpyDeviceToHost,
+                                STREAM),
+                "rows");
+    cuda_ok(cudaStreamSynchronize(STREAM), "rows");
+#else
+    for (size_t k = 0; k < rows.size(); k++) memcpy(dst + 4 * cols * k, b.inner() + 4 * cols * rows[k], 4 * cols);
+#endif
+}
+
+// n distinct rows of m, drawn after the round from the kernel's entropy (getrandom): the sample is
+// nowhere in this process while the submission's code runs, so a kernel cannot compute only those rows.
+static std::vector<size_t> draw_rows(size_t m, size_t n) {
+    std::vector<size_t> rows;
+    n = n < m ? n : m;
+    while (rows.size() < n) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) throw std::runtime_error("getrandom failed");
+        size_t row = (size_t)(r % m);
+        bool seen = false;
+        for (size_t x : rows) seen |= x == row;
+        if (!seen) rows.push_back(row);
+    }
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
+// The timed rounds' fresh inputs (rng_value), queued on our stream (the timed round synchronises first).
+static void draw_random(Buffer& b, uint64_t seed, bool relu) {
+#ifdef RUNNER_CUDA
+    if (b.n) fill_random<<<1024, 256, 0, STREAM>>>((float*)b.inner(), b.n, seed, (int)relu);
+#else
+    for (size_t i = 0; i < b.n; i++) ((float*)b.inner())[i] = rng_value(seed, (uint32_t)i, (int)relu);
+#endif
+}
+
+static void fill_async(Buffer& b, uint32_t word) {
+#ifdef RUNNER_CUDA
+    if (b.n) fill_words<<<256, 256, 0, STREAM>>>((uint32_t*)b.inner(), b.n, word);
+#else
+    dev_fill(b.inner(), b.n, word);
+#endif
+}
+
+// Op "round": one timed round of the submission with everything around it, in one request
+// (grader.worker.FreshRounds): (a) the inputs redrawn in place from their seeds and (b) the outputs
+// poisoned, (c) the calls timed exactly as op "time" times them, (d) the round's checks: every listed
+// buffer's stats (input checksums, NaN/inf counts, column sums) and `rows.n` rows, drawn now, of
+// each listed output. Nothing is checked after a launcher's error.
+static void round_request(const Json& q, Reply& r) {
+    if (const Json* draw = q.get("draw"))
+        for (auto& d : draw->arr) draw_random(buffer(d.s("id")), (uint64_t)d.i("seed"), d.flag("relu"));
+    if (const Json* poison = q.get("poison"))
+        for (auto& p : poison->arr) fill_async(buffer(p.s("id")), (uint32_t)p.i("word"));
+    std::vector<Call> calls;
+    if (const Json* cs = q.get("calls"))
+        for (auto& c : cs->arr) calls.push_back(parse_call(c));
+    Timed t;
+    if (!calls.empty()) t = timed_round(calls, q.s("flush"), q.get("head_start_us") ? q.get("head_start_us")->num : 0.0,
+                                        q.flag("device"));
+#ifdef RUNNER_CUDA
+    else cuda_ok(cudaStreamSynchronize(STREAM), "round");
+#endif
+    std::string stats = "[", rows_json = "[";
+    if (t.error.empty()) {
+        std::vector<Buffer*> bufs;
+        std::vector<size_t> cols;
+        std::vector<bool> want;
+        const Json* st = q.get("stats");
+        for (size_t k = 0; st && k < st->arr.size(); k++) {
+            bufs.push_back(&buffer(st->arr[k].s("id")));
+            cols.push_back((size_t)(st->arr[k].i("cols") > 0 ? st->arr[k].i("cols") : 1));
+            want.push_back(st->arr[k].flag("colsum"));
+        }
+        std::vector<Stat> got = buffer_stats(bufs, cols, want);
+        for (size_t k = 0; k < got.size(); k++) {
+            stats += (k ? ", " : "") + stat_json(got[k]);
+            if (!got[k].colsum.empty())
+                r.arrays.emplace_back("colsum" + std::to_string(k),
+                                      Array{"", "float64", {(long long)cols[k]},
+                                            std::vector<char>((char*)got[k].colsum.data(),
+                                                              (char*)got[k].colsum.data() + 8 * cols[k])});
+        }
+        const Json* rq = q.get("rows");
+        if (rq && rq->get("of")) {
+            std::vector<size_t> rows = draw_rows((size_t)rq->i("m"), (size_t)rq->i("n"));
+            for (size_t k = 0; k < rows.size(); k++) rows_json += (k ? ", " : "") + std::to_string(rows[k]);
+            const Json* of = rq->get("of");
+            for (size_t k = 0; k < of->arr.size(); k++) {
+                size_t c = (size_t)of->arr[k].i("cols");
+                Array a{"", "int32", {(long long)rows.size(), (long long)c}, std::vector<char>(4 * c * rows.size())};
+                read_rows(buffer(of->arr[k].s("id")), rows, c, a.bytes.data());
+                r.arrays.emplace_back("rows" + std::to_string(k), std::move(a));
+            }
+        }
+    }
+    r.stop = !t.error.empty();
+    r.meta = obj({{"ms", std::to_string(t.ms)}, {"host_ms", std::to_string(t.host_ms)}, {"error", quote(t.error)},
+                  {"stats", stats + "]"}, {"rows", rows_json + "]"}});
+}
+
 // ------------------------------------------------------------------------------------ requests
-static Reply handle(const Message& m) {
+static Reply handle(Message& m) {
     const Json& q = m.meta;
     std::string op = q.s("op");
     Reply r;
@@ -794,81 +1046,40 @@ static Reply handle(const Message& m) {
         from_dev(a.bytes.data(), whole ? b.base : b.inner(), 4 * words);
         r.arrays.emplace_back("data", std::move(a));
     } else if (op == "guards") {  // {id, word}: how many guard words before and after the region changed
-        Buffer& b = buffer(q.s("id"));
-        uint32_t word = (uint32_t)q.i("word");
-        std::vector<uint32_t> w(b.before + b.n + b.after);
-        from_dev(w.data(), b.base, 4 * w.size());
-        long long before = 0, after = 0, first = -1;
-        for (size_t i = 0; i < b.before; i++) before += w[i] != word;
-        for (size_t i = 0; i < b.after; i++)
-            if (w[b.before + b.n + i] != word) {
-                if (first < 0) first = (long long)i;
-                after++;
-            }
+        long long before, after, first;
+        count_guards(buffer(q.s("id")), (uint32_t)q.i("word"), before, after, first);
         r.meta = obj({{"before", std::to_string(before)}, {"after", std::to_string(after)}, {"first_after", std::to_string(first)}});
     } else if (op == "rows") {  // {id, rows, cols}: some rows of a row-major matrix's inner region
-        Buffer& b = buffer(q.s("id"));
         size_t cols = (size_t)q.i("cols");
-        const Json* rows = q.get("rows");
-        Array a{"data", "int32", {(long long)rows->arr.size(), (long long)cols}, std::vector<char>(4 * cols * rows->arr.size())};
-        for (size_t k = 0; k < rows->arr.size(); k++) {
-            size_t row = (size_t)rows->arr[k].integer;
-            if ((row + 1) * cols > b.n) throw std::runtime_error("rows: out of range");
-            from_dev(a.bytes.data() + 4 * cols * k, b.inner() + 4 * cols * row, 4 * cols);
-        }
+        std::vector<size_t> rows;
+        for (auto& x : q.get("rows")->arr) rows.push_back((size_t)x.integer);
+        Array a{"data", "int32", {(long long)rows.size(), (long long)cols}, std::vector<char>(4 * cols * rows.size())};
+        read_rows(buffer(q.s("id")), rows, cols, a.bytes.data());
         r.arrays.emplace_back("data", std::move(a));
     } else if (op == "free") {
         for (auto& kv : BUFFERS) release(kv.second);
         BUFFERS.clear();
     } else if (op == "random") {  // {id, seed, relu}: the timed rounds' fresh inputs (rng_value)
-        Buffer& b = buffer(q.s("id"));
-        uint64_t seed = (uint64_t)q.i("seed");
+        draw_random(buffer(q.s("id")), (uint64_t)q.i("seed"), q.flag("relu"));
 #ifdef RUNNER_CUDA
-        fill_random<<<1024, 256, 0, STREAM>>>((float*)b.inner(), b.n, seed, (int)q.flag("relu"));
         cuda_ok(cudaStreamSynchronize(STREAM), "random inputs");
-#else
-        for (size_t i = 0; i < b.n; i++) ((float*)b.inner())[i] = rng_value(seed, (uint32_t)i, (int)q.flag("relu"));
 #endif
     } else if (op == "stats") {  // {id, cols, colsum}: checksum, non-finite count, column sums
-        Buffer& b = buffer(q.s("id"));
         size_t cols = (size_t)(q.i("cols") > 0 ? q.i("cols") : 1);
-        bool want_cols = q.flag("colsum");
-        unsigned long long sums[3] = {0, 0, 0};
-        std::vector<double> colsum(want_cols ? cols : 0, 0.0);
-#ifdef RUNNER_CUDA
-        unsigned long long* d_sums;
-        double* d_cols = nullptr;
-        cuda_ok(cudaMalloc(&d_sums, sizeof sums), "stats");
-        cuda_ok(cudaMemsetAsync(d_sums, 0, sizeof sums, STREAM), "stats");
-        if (want_cols) {
-            cuda_ok(cudaMalloc(&d_cols, 8 * cols), "stats");
-            cuda_ok(cudaMemsetAsync(d_cols, 0, 8 * cols, STREAM), "stats");
-        }
-        stats_kernel<<<264, 256, 0, STREAM>>>((const uint32_t*)b.inner(), b.n, cols, d_sums, d_cols);
-        cuda_ok(cudaStreamSynchronize(STREAM), "stats");
-        from_dev(sums, (const char*)d_sums, sizeof sums);
-        if (want_cols) from_dev(colsum.data(), (const char*)d_cols, 8 * cols);
-        cudaFree(d_sums);
-        cudaFree(d_cols);
-#else
-        const uint32_t* p = (const uint32_t*)b.inner();
-        for (size_t i = 0; i < b.n; i++) {
-            uint32_t v = p[i];
-            sums[0] += v;
-            sums[1] += (unsigned long long)v * (i % 61 + 1);
-            sums[2] += (v & 0x7f800000u) == 0x7f800000u;
-            if (want_cols) {
-                float f;
-                memcpy(&f, &v, 4);
-                colsum[i % cols] += f;
-            }
-        }
-#endif
-        r.meta = obj({{"sum", std::to_string(sums[0])}, {"weighted", std::to_string(sums[1])},
-                      {"nonfinite", std::to_string(sums[2])}});
-        if (want_cols)
+        Stat st = buffer_stats({&buffer(q.s("id"))}, {cols}, {q.flag("colsum")})[0];
+        r.meta = stat_json(st);
+        if (!st.colsum.empty())
             r.arrays.emplace_back("colsum", Array{"colsum", "float64", {(long long)cols},
-                                                  std::vector<char>((char*)colsum.data(), (char*)colsum.data() + 8 * cols)});
+                                                  std::vector<char>((char*)st.colsum.data(), (char*)st.colsum.data() + 8 * cols)});
+    } else if (op == "stash") {  // {id}, data: kept here, so that a case's later schedules are not sent it again
+        auto it = m.arrays.find("data");
+        if (it == m.arrays.end()) throw std::runtime_error("stash without data");
+        STASH[q.s("id")] = std::move(it->second.bytes);
+    } else if (op == "restore") {  // {id, from}: a stash into the inner region
+        Buffer& b = buffer(q.s("id"));
+        auto it = STASH.find(q.s("from"));
+        if (it == STASH.end() || it->second.size() != 4 * b.n) throw std::runtime_error("restore: no stash of that size");
+        to_dev(b.inner(), it->second.data(), it->second.size());
     } else if (op == "call") {  // {lib, fn, args: [{b, out} | {i} | {s}], device}: one launcher, synchronised
         Call c = parse_call(q);
 #ifdef RUNNER_CUDA
@@ -885,15 +1096,38 @@ static Reply handle(const Message& m) {
         std::string elsewhere;
         if (gated) elsewhere = gate_open_and_judge(outputs);
         std::string err = library_error(*c.lib, true);
-        r.meta = obj({{"error", quote(err.empty() ? elsewhere : err)}});
+        if (err.empty()) err = elsewhere;
 #else
         invoke(c, device);
-        r.meta = obj({{"error", quote(library_error(*c.lib, true))}});
+        std::string err = library_error(*c.lib, true);
 #endif
+        r.meta = obj({{"error", quote(err)}});
+        r.stop = !err.empty();
     } else if (op == "time") {  // {calls, flush, head_start_us, device}: one timed round
         std::vector<Call> calls;
         for (auto& c : q.get("calls")->arr) calls.push_back(parse_call(c));
-        r.meta = timed_round(calls, q.s("flush"), q.get("head_start_us") ? q.get("head_start_us")->num : 0.0, device);
+        Timed t = timed_round(calls, q.s("flush"), q.get("head_start_us") ? q.get("head_start_us")->num : 0.0, device);
+        r.meta = obj({{"ms", std::to_string(t.ms)}, {"host_ms", std::to_string(t.host_ms)}, {"error", quote(t.error)}});
+        r.stop = !t.error.empty();
+    } else if (op == "round") {  // see round_request: a timed round with its fresh inputs and its checks
+        round_request(q, r);
+    } else if (op == "batch") {  // {reqs}, arrays "K/name": requests in order, until one fails or a launcher errs
+        const Json* reqs = q.get("reqs");
+        if (!reqs || reqs->kind != Json::Arr) throw std::runtime_error("batch without reqs");
+        std::string replies = "[";
+        for (size_t k = 0; k < reqs->arr.size() && !r.stop; k++) {
+            Message sub;
+            sub.meta = reqs->arr[k];
+            if (sub.meta.s("op") == "batch" || sub.meta.s("op") == "exit") throw std::runtime_error("batch: not inside a batch");
+            std::string prefix = std::to_string(k) + "/";
+            for (auto& kv : m.arrays)
+                if (!kv.first.compare(0, prefix.size(), prefix)) sub.arrays[kv.first.substr(prefix.size())] = std::move(kv.second);
+            Reply one = handle(sub);
+            replies += (k ? ", " : "") + one.meta;
+            for (auto& a : one.arrays) r.arrays.emplace_back(prefix + a.first, std::move(a.second));
+            r.stop = one.stop;
+        }
+        r.meta = obj({{"replies", replies + "]"}});
     } else if (op == "emu") {  // {fn, args, ret}: the CPU runtime's own API (cuda_emu_*: schedules, the profile)
         std::string fn = q.s("fn");
         if (fn.rfind("cuda_emu_", 0) != 0) throw std::runtime_error("emu: not a CPU-runtime function");
