@@ -374,3 +374,132 @@ def test_the_sandbagging_guard_times_gemm_relu_on_the_graded_inputs(monkeypatch)
     times, rounds = worker.time_kernels(fused, module("bias_relu_pass", bias_relu_mask=bias_relu_mask), req)
     assert rounds.failure is None and {"kernel", "baseline", "gemm_alone"} <= set(times)
     assert seen and max(seen) < 10.0, f"a timed call saw a bias no graded input has: {max(seen)}"
+
+
+# ---------------------------------------------------------------- one runner request per round, per case
+def _counting(runner):
+    """Count the runner's requests by op (a batch's requests count as one request each)."""
+    ops: dict[str, int] = {}
+    sent = runner.request
+
+    def request(op, arrays=None, **meta):
+        ops[op] = ops.get(op, 0) + 1
+        ops["bytes sent"] = ops.get("bytes sent", 0) + sum(a.nbytes for a in (arrays or {}).values())
+        return sent(op, arrays, **meta)
+
+    runner.request = request
+    return ops
+
+
+def test_a_timed_round_is_one_runner_request(monkeypatch, where):
+    """Each timed round of the submission is one request to its runner: the fresh inputs, the poison,
+    the timed call and every check of the round travel together (ten requests per round, each waiting
+    for the GPU, doubled the worker's time on the H200)."""
+    from grader import binding
+
+    _fake_gpu_timing(monkeypatch)
+    mod = where(binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu"))
+    if not isinstance(mod, Remote):
+        pytest.skip("the runner's requests")
+    base = binding.load(KERNELS / "01_naive.cu", "tiled", backend="cpu")
+    ops = _counting(mod.runner)
+    req = {"shape": [37, 29, 41], "seed": 5, "baseline": "lib", "max_seconds": 0.0}
+    _, rounds = worker.time_kernels(mod, base, req, copy_device="cpu")
+    assert rounds.failure is None and rounds.rounds == 10
+    warmup = 3
+    # the buffers, the first draw (before the warm-up calls), the warm-up, then one request per round
+    assert ops.pop("bytes sent") == 0 and ops == {"alloc": 3, "round": 1 + rounds.rounds, "call": warmup}
+
+
+def test_a_case_is_one_runner_request_and_its_inputs_cross_once(where):
+    from grader import binding, checks
+
+    mod = where(binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu"))
+    if not isinstance(mod, Remote):
+        pytest.skip("the runner's requests")
+    case = checks.make_case("relu_mask", (70, 45), torch.Generator().manual_seed(1))
+    ops = _counting(mod.runner)
+    first = worker.run_case(mod, case.shape, case.inputs)
+    sent = ops.pop("bytes sent")
+    assert ops == {"batch": 1} and sent >= sum(t.numel() * 4 for t in case.inputs.values())
+    second = worker.run_case(mod, case.shape, case.inputs)  # the next schedule: the same inputs, not sent again
+    assert ops.pop("bytes sent") == 0 and ops == {"batch": 2}
+    assert all(torch.equal(first[k].view(torch.int32), second[k].view(torch.int32)) for k in first)
+    assert not checks.compare(case, "Y", first["Y"]) and not checks.compare(case, "dX", first["dX"])
+
+
+def test_a_reused_buffer_still_shows_a_write_past_its_end(where):
+    """A case's next schedule reuses its buffers when their guard zones were intact: a kernel that
+    writes past the end only on its second call is still caught."""
+    from grader import binding, checks
+    from grader.errors import KernelError
+
+    src = (KERNELS / "01_naive.cu").read_text().replace(
+        'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {',
+        "__global__ void past(float* C, int n) { C[n] = 1.0f; }\nstatic int calls = 0;\n"
+        'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {\n'
+        "    if (calls++ == 1) past<<<1, 1, 0, stream>>>(C, M * N);",
+    )
+    assert "past<<<" in src
+    mod = where(binding.load(src, "naive", backend="cpu"))
+    case = checks.make_case("naive", (9, 7, 5), torch.Generator().manual_seed(2))
+    worker.run_case(mod, case.shape, case.inputs)
+    with pytest.raises(KernelError, match="wrote past the end of C"):
+        worker.run_case(mod, case.shape, case.inputs)
+
+
+def test_the_runner_draws_a_rounds_inputs_poisons_and_checks_in_one_request(where):
+    """op round, against the worker's own copies: inputs drawn bit for bit, outputs poisoned, input
+    checksums, NaN counts and column sums as the worker computes them, and a row sample that the
+    runner draws after the round (so it is not in the request a kernel could read)."""
+    from grader import binding
+    from grader.runner import rng
+    from grader.runner.memory import checksum
+
+    mod = where(binding.load(KERNELS / "01_naive.cu", "naive", backend="cpu"))
+    if not isinstance(mod, Remote):
+        pytest.skip("the runner's requests")
+    a = mod.alloc("A", (300, 8), torch.float32, 0)
+    c = mod.alloc("C", (300, 5), torch.float32, 0)
+    samples = set()
+    for seed in (11, 12, 13):
+        spec = {
+            "draw": [{"id": "A", "seed": seed, "relu": False}],
+            "poison": [{"id": "C", "word": worker._bits(worker.POISON_BITS)}],
+            "stats": [{"id": "A", "cols": 8, "colsum": True}, {"id": "C", "cols": 5}],
+            "rows": {"m": 300, "n": 4, "of": [{"id": "A", "cols": 8}]},
+        }
+        reply = mod.round([], spec)
+        want = rng.fill_(torch.empty(300, 8), seed)
+        assert torch.equal(mod.read(a), want) and torch.isnan(mod.read(c)).all()
+        st = reply["stats"]
+        assert (int(st[0]["sum"]), int(st[0]["weighted"])) == checksum(want) and int(st[0]["nonfinite"]) == 0
+        assert int(st[1]["nonfinite"]) == 300 * 5
+        assert torch.allclose(torch.from_numpy(reply["_arrays"]["colsum0"]), want.double().sum(0))
+        rows = reply["rows"]
+        assert rows == sorted(set(rows)) and len(rows) == 4 and all(0 <= r < 300 for r in rows)
+        assert torch.equal(torch.from_numpy(reply["_arrays"]["rows0"]).view(torch.float32), want[rows])
+        samples.add(tuple(rows))
+    assert len(samples) > 1  # drawn afresh each time
+
+
+@pytest.mark.parametrize(
+    "cheat, said",
+    [
+        ("const_cast<float*>(B)[7] += 1.0f;", "wrote to its input B during the timed"),  # an input changed
+        ("C[(M - 1) * N] = 0.0f;", "wrong in the timed runs"),  # one element wrong (the column sums see it)
+        ("C[(M / 2) * N + 3] = __builtin_nanf(\"\");", "wrong in the timed runs"),  # one element unwritten
+    ],
+)
+def test_a_host_kernel_wrong_only_at_the_timed_size_fails_through_the_runner(cheat, said):
+    """cpu_blocked is timed in the runner on this machine (grader.host): each round's checks come back
+    with its one request, and catch what the kernel does only at the timed size."""
+    from grader import grade
+
+    blocked = (KERNELS / "00_cpu_blocked.cu").read_text()
+    head = 'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {'
+    src = blocked.replace(head, "static void honest" + head[len('extern "C" void gemm_cpu') :]) + (
+        f"\n{head}\n    honest(A, B, C, M, N, K);\n    if ((long)M * N * K > 50000000) {{ {cheat} }}\n}}\n"
+    )
+    r = grade.grade("cpu_blocked", src)
+    assert r.correct is False and said in r.message, r.message
