@@ -434,11 +434,15 @@ def test_a_reused_buffer_still_shows_a_write_past_its_end(where):
     from grader import binding, checks
     from grader.errors import KernelError
 
-    src = (KERNELS / "01_naive.cu").read_text().replace(
-        'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {',
-        "__global__ void past(float* C, int n) { C[n] = 1.0f; }\nstatic int calls = 0;\n"
-        'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {\n'
-        "    if (calls++ == 1) past<<<1, 1, 0, stream>>>(C, M * N);",
+    src = (
+        (KERNELS / "01_naive.cu")
+        .read_text()
+        .replace(
+            'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {',
+            "__global__ void past(float* C, int n) { C[n] = 1.0f; }\nstatic int calls = 0;\n"
+            'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {\n'
+            "    if (calls++ == 1) past<<<1, 1, 0, stream>>>(C, M * N);",
+        )
     )
     assert "past<<<" in src
     mod = where(binding.load(src, "naive", backend="cpu"))
@@ -488,7 +492,7 @@ def test_the_runner_draws_a_rounds_inputs_poisons_and_checks_in_one_request(wher
     [
         ("const_cast<float*>(B)[7] += 1.0f;", "wrote to its input B during the timed"),  # an input changed
         ("C[(M - 1) * N] = 0.0f;", "wrong in the timed runs"),  # one element wrong (the column sums see it)
-        ("C[(M / 2) * N + 3] = __builtin_nanf(\"\");", "wrong in the timed runs"),  # one element unwritten
+        ('C[(M / 2) * N + 3] = __builtin_nanf("");', "wrong in the timed runs"),  # one element unwritten
     ],
 )
 def test_a_host_kernel_wrong_only_at_the_timed_size_fails_through_the_runner(cheat, said):
