@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import torch  # noqa: E402
 from relu_timing_gap import Clocks  # noqa: E402
 
-from grader import bench, binding, checks, contract  # noqa: E402
+from grader import bench, binding, exercises  # noqa: E402
 from grader.timing import time_gpu  # noqa: E402
 from grader.worker import FreshRounds, _alloc_outputs, time_kernels  # noqa: E402
 
@@ -58,11 +58,13 @@ def main() -> int:
                 if way in ("sweep", "built"):
                     ins = dict(zip("AB", bench._gemm_inputs(m, n, k, 7)))
                 else:
-                    ins = checks.random_inputs("warptile", SHAPE, torch.Generator(device="cuda").manual_seed(SEED))
+                    ins = exercises.kind("warptile").random_inputs(
+                        SHAPE, torch.Generator(device="cuda").manual_seed(SEED)
+                    )
                 if way in ("sweep", "built", "inputs"):
                     C = torch.empty(m, n, device="cuda")
                 else:
-                    C = _alloc_outputs(contract.launchers("warptile")[0], dims, "cuda")[0][0]
+                    C = _alloc_outputs(exercises.launchers("warptile")[0], dims, "cuda")[0][0]
                 Cb = torch.empty(m, n, device="cuda")
                 fr = FreshRounds("warptile", SHAPE, ins, {"C": C}, SEED) if way in ("fresh", "checked") else None
                 t = time_gpu(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import contract, timing, worker
+from grader import contract, exercises, timing, worker
 from grader.runner.memory import Local, Remote
 
 
@@ -22,7 +22,7 @@ def _setup(exercise, shape, seed=7):
 
     ins = {n: alloc(n) for n in worker._graded_inputs(exercise)}
     outs = {}
-    for launcher in contract.LAUNCHERS[exercise]:
+    for launcher in exercises.launchers(exercise):
         for name in contract.outputs(launcher):
             outs.setdefault(name, alloc(name))
     fr = worker.FreshRounds(exercise, shape, mem, ins, outs, seed)

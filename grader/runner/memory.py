@@ -228,11 +228,9 @@ def _params(fn: str) -> tuple[tuple[str, str], ...]:
     """A launcher's (C type, name) parameters, by name, from the contract (names are unique there)."""
     from .. import contract
 
-    for group in (contract.LAUNCHERS, contract.BASELINE_LAUNCHERS, contract.TIMING_LAUNCHERS):
-        for launchers in group.values():
-            for launcher in launchers:
-                if launcher.name == fn:
-                    return launcher.params
+    for launcher in contract.ALL_LAUNCHERS:
+        if launcher.name == fn:
+            return launcher.params
     raise KeyError(f"no launcher {fn!r} in the contract")
 
 
