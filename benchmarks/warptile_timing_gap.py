@@ -4,7 +4,7 @@ file, timed several ways in one process (GPU only), each way changing one thing 
 
   sweep    gpu_tune.py's way: built as register_blocked, bench._gemm_inputs, a plain C, 4 s, rel_err 0
   built    as sweep, built as the grader builds it (exercise warptile: its prelude, its cache key)
-  inputs   as built, inputs from checks.random_inputs (the grader's draw)
+  inputs   as built, inputs from the kind's random_inputs (the grader's draw)
   guarded  as inputs, C inside a guarded buffer (worker._alloc_outputs)
   fresh    as guarded, inputs redrawn and C poisoned before every round (FreshRounds.refresh)
   checked  as fresh, every round checked after it (FreshRounds.check), still 4 s and rel_err 0

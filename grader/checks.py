@@ -417,7 +417,6 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
     grader.kinds.Kind, which supplies its family's parts; None: only the general ones)."""
     if not mismatches:
         return ""
-    shape, mm = mismatches[0]
     outputs = {m.output for _, m in mismatches}
     if kind is not None and (first := kind.first_hint(mismatches, outputs)):
         return first
@@ -426,6 +425,15 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
         return max(notes, key=notes.count)
     if kind is not None and (backward := kind.backward_hint(outputs)):
         return backward
+    read_inputs = kind.read_inputs if kind is not None else "the inputs"
+    found = _values_hint(mismatches, passed_shapes) or _shapes_hint(mismatches, passed_shapes, read_inputs)
+    found = found or _elements_hint(mismatches)
+    return found or (kind.contract_hint(outputs) if kind is not None else "")
+
+
+def _values_hint(mismatches, passed_shapes) -> str:
+    """What the wrong values themselves say: a wrong shape, an uninitialised local, inputs' scale."""
+    mm = mismatches[0][1]
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     uninit = [g for _, m in mismatches for _, g, _ in m.examples if isinstance(g, float)]
@@ -442,7 +450,12 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
             "products with |a| < some epsilon, a clamp, a constant that assumes values near 1) or arithmetic "
             "that overflows."
         )
-    rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
+    return ""
+
+
+def _shapes_hint(mismatches, passed_shapes, read_inputs: str) -> str:
+    """What the shapes that failed, and the elements never written or read outside, say."""
+    shape = mismatches[0][0]
     square_ok = passed_shapes and all(len(set(s)) == 1 for s in passed_shapes)
     if len(shape) == 3 and square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
         return (
@@ -457,7 +470,7 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
         )
     if any(m.n_oob_read for _, m in mismatches):
         return (
-            f"Some results were computed from values read outside {kind.read_inputs if kind else 'the inputs'} (the grader surrounds each "
+            f"Some results were computed from values read outside {read_inputs} (the grader surrounds each "
             "input with marker values): a load reads past the matrix. Check the bounds test on every "
             "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)"
         )
@@ -477,9 +490,15 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
             "Nothing was written: does the launcher launch the kernel (on the given stream), "
             "and does the grid cover the matrix?"
         )
+    return ""
+
+
+def _elements_hint(mismatches) -> str:
+    """What the wrong elements of one input say: K = 1, values close to right, only the last rows."""
+    shape, mm = mismatches[0]
     if mm.n_unwritten == mm.n_total:
         shape, mm = next((s, m) for s, m in mismatches if m.n_unwritten < m.n_total)
-        rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
+    rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
     if len(shape) == 3 and shape[2] == 1 and all(g == 0 for _, g, _ in mm.examples):
         return (
             "Wrong even with K = 1 (a single product), where the result is 0: does the loop over k "
@@ -499,4 +518,4 @@ def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list
             "Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
             "(load zeros for elements outside the matrix). (Notebook: the exercise's hint 2, the edges.)"
         )
-    return kind.contract_hint(outputs) if kind is not None else ""
+    return ""

@@ -152,7 +152,7 @@ class Remote:
     def __init__(self, runner: Runner, exercise: str, backend: str, device: bool = True, lib_path: str = ""):
         self.runner, self.exercise, self.backend = runner, exercise, backend
         self.device = torch.device("cpu")  # reads arrive in this process's memory
-        self.device_memory = device  # the CPU runtime treats the buffers as device memory (not contract.HOST)
+        self.device_memory = device  # the CPU runtime treats the buffers as device memory (not host code)
         self.build = SimpleNamespace(path=Path(lib_path), key=Path(lib_path).parent.name)  # grader.profile's sites
         self._lib = _EmuLib(runner)  # the CPU runtime's own API, as grader.profile calls it
 
