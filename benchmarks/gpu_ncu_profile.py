@@ -15,6 +15,7 @@ into kernels/results/profile_vs_ncu.md.
 
 from __future__ import annotations
 
+from grader import exercises
 import argparse
 import csv
 import io
@@ -81,18 +82,17 @@ def shapes_for(exercise: str):
 
 def launches():
     """Every (file, exercise, launcher, shape) the driver profiles, in order."""
-    from grader import contract
 
     for file, ex in KERNELS:
         for shape in shapes_for(ex):
-            for launcher in contract.LAUNCHERS[ex]:
+            for launcher in exercises.launchers(ex):
                 yield file, ex, launcher.name, tuple(shape)
 
 
 def driver(manifest: Path, backend: str = "cuda") -> None:
     import torch
 
-    from grader import binding, checks, contract, worker
+    from grader import binding, contract, worker
 
     torch.backends.cuda.matmul.allow_tf32 = False
     done = []
@@ -100,9 +100,9 @@ def driver(manifest: Path, backend: str = "cuda") -> None:
         mod = binding.load(ROOT / "kernels" / file, ex, backend=backend)
         for shape in shapes_for(ex):
             gen = torch.Generator(device=backend).manual_seed(1)
-            values = dict(checks.random_inputs(ex, shape, gen))
+            values = dict(exercises.kind(ex).random_inputs(shape, gen))
             dims = worker._dims(ex, shape)
-            for launcher in contract.LAUNCHERS[ex]:
+            for launcher in exercises.launchers(ex):
                 outs = [t for t, _ in worker._alloc_outputs(launcher, dims, torch.device(backend))]
                 for n, t in zip(contract.outputs(launcher), outs):
                     values.setdefault(n, t)

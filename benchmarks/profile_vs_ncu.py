@@ -12,6 +12,7 @@ sampling), and each count is written beside ncu's with their ratio and, where th
 
 from __future__ import annotations
 
+from grader import exercises
 import argparse
 import csv
 import json
@@ -95,7 +96,7 @@ def load_ncu(csv_path: Path, manifest_path: Path) -> list[dict]:
 
 def cpu_counts(manifest: list[dict]) -> None:
     """Adds m["cpu"]: the CPU profile's metrics of the same launch (every block recorded)."""
-    from grader import contract, profile
+    from grader import profile
 
     runs: dict[tuple, profile.Profile] = {}
     for m in manifest:
@@ -106,7 +107,7 @@ def cpu_counts(manifest: list[dict]) -> None:
             )
             print(f"CPU profile: {m['file']} {m['shape']}", file=sys.stderr, flush=True)
         prof = runs[key]
-        index = [l.name for l in contract.LAUNCHERS[m["exercise"]]].index(m["launcher"])
+        index = [l.name for l in exercises.launchers(m["exercise"])].index(m["launcher"])
         rows = [r for r in prof.per_line if r["launch"] == index]
         m["cpu"] = profile.metrics_of(rows)
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch
 
-from grader import binding, checks, contract
+from grader import binding, contract, exercises
 from grader.timing import HEAD_START_US, time_gpu
 from grader.worker import FreshRounds, _poison_word
 
@@ -87,7 +87,7 @@ def main() -> int:
     ways = args or WAYS
     mod = binding.load(path, "relu_mask", backend="cuda")
     m = n = 8192
-    ins = checks.random_inputs("relu_mask", (m, n), torch.Generator(device="cuda").manual_seed(1))
+    ins = exercises.kind("relu_mask").random_inputs((m, n), torch.Generator(device="cuda").manual_seed(1))
     ours, theirs, outs = pairs(mod, ins, m, n)
     check_s = []  # how long graded's checks took (host seconds)
     for way in ways:
@@ -109,7 +109,7 @@ def main() -> int:
         before = {
             "plain": None,
             "inputs": lambda fr=fr: [
-                fr.ins[k].copy_(v) for k, v in checks.random_inputs("relu_mask", (m, n), fr.gen).items()
+                fr.ins[k].copy_(v) for k, v in exercises.kind("relu_mask").random_inputs((m, n), fr.gen).items()
             ],
             "poison": lambda: [t.view(torch.int32).fill_(_poison_word(t.dtype)) for t in outs.values()],
         }.get(way, fr.refresh)

@@ -4,7 +4,7 @@ file, timed several ways in one process (GPU only), each way changing one thing 
 
   sweep    gpu_tune.py's way: built as register_blocked, bench._gemm_inputs, a plain C, 4 s, rel_err 0
   built    as sweep, built as the grader builds it (exercise warptile: its prelude, its cache key)
-  inputs   as built, inputs from checks.random_inputs (the grader's draw)
+  inputs   as built, inputs from the kind's random_inputs (the grader's draw)
   guarded  as inputs, C inside a guarded buffer (worker._alloc_outputs)
   fresh    as guarded, inputs redrawn and C poisoned before every round (FreshRounds.refresh)
   checked  as fresh, every round checked after it (FreshRounds.check), still 4 s and rel_err 0
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import torch  # noqa: E402
 from relu_timing_gap import Clocks  # noqa: E402
 
-from grader import bench, binding, checks, contract  # noqa: E402
+from grader import bench, binding, exercises  # noqa: E402
 from grader.timing import time_gpu  # noqa: E402
 from grader.worker import FreshRounds, _alloc_outputs, time_kernels  # noqa: E402
 
@@ -58,11 +58,13 @@ def main() -> int:
                 if way in ("sweep", "built"):
                     ins = dict(zip("AB", bench._gemm_inputs(m, n, k, 7)))
                 else:
-                    ins = checks.random_inputs("warptile", SHAPE, torch.Generator(device="cuda").manual_seed(SEED))
+                    ins = exercises.kind("warptile").random_inputs(
+                        SHAPE, torch.Generator(device="cuda").manual_seed(SEED)
+                    )
                 if way in ("sweep", "built", "inputs"):
                     C = torch.empty(m, n, device="cuda")
                 else:
-                    C = _alloc_outputs(contract.launchers("warptile")[0], dims, "cuda")[0][0]
+                    C = _alloc_outputs(exercises.launchers("warptile")[0], dims, "cuda")[0][0]
                 Cb = torch.empty(m, n, device="cuda")
                 fr = FreshRounds("warptile", SHAPE, ins, {"C": C}, SEED) if way in ("fresh", "checked") else None
                 t = time_gpu(

@@ -303,9 +303,7 @@ def run_batch(
     from . import binding, exercises, forbidden, grade, sandbox, toolchain
 
     ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
-    from .contract import HOST
-
-    require_gpu = require_gpu and exercise not in HOST  # host-code exercises are timed on the CPU anyway
+    require_gpu = require_gpu and not ex.kind.host  # host-code exercises are timed on the CPU anyway
     if require_gpu and backend == "cpu":
         raise CannotGrade("--require-gpu asks for timed GPU verdicts, but --backend cpu was given")
     backend = binding.resolve_backend(backend)

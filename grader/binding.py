@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import contract, forbidden, toolchain
+from . import contract, exercises, forbidden, toolchain
 from .errors import CannotGrade, Forbidden, KernelError, LauncherError, SubmissionError
 
 _MODULES: dict[str, "KernelModule"] = {}  # build key -> loaded module (custom ops are global)
@@ -90,14 +90,14 @@ def load(
 ) -> "KernelModule":
     """Compile (cached) and load a kernel file for `exercise`; see the module docstring.
     filename: the name diagnostics give source text (default cell.cu)."""
-    if exercise not in contract.LAUNCHERS and exercise not in contract.BASELINE_LAUNCHERS:
-        raise CannotGrade(f"unknown exercise {exercise!r}; exercises: {', '.join(contract.LAUNCHERS)}")
+    if exercise not in exercises.EXERCISES and exercise not in contract.BASELINE_LAUNCHERS:
+        raise CannotGrade(f"unknown exercise {exercise!r}; exercises: {', '.join(exercises.EXERCISES)}")
     source, name = read_source(source_or_path)
     filename = filename or name
     if not source.strip():
         raise SubmissionError(f'{filename} is empty: write the kernel and its extern "C" launcher(s).')
-    # host code (cpu_blocked) dereferences its pointers on the CPU: never hand it GPU memory
-    backend = "cpu" if exercise in contract.HOST else resolve_backend(backend)
+    # host code dereferences its pointers on the CPU: never hand it GPU memory
+    backend = "cpu" if exercises.is_host(exercise) else resolve_backend(backend)
     build = toolchain.build(
         source, backend=backend, exercise=exercise, filename=filename, sanitize=sanitize, extra_flags=extra_flags
     )
@@ -108,7 +108,7 @@ def load(
 
 def missing_launcher_message(exercise: str, name: str) -> str:
     """What a kernel file lacking launcher `name` of `exercise` is told."""
-    (launcher,) = [l for l in contract.launchers(exercise) if l.name == name]
+    (launcher,) = [l for l in exercises.launchers(exercise) if l.name == name]
     return (
         f"launcher `{name}` not found. The {exercise!r} exercise needs\n"
         f'    extern "C" {launcher.signature}\n'
@@ -149,11 +149,11 @@ class KernelModule:
         self._lib = ctypes.CDLL(str(build.path), mode=ctypes.RTLD_LOCAL)
         self._setup_error_api()
         self.launch = SimpleNamespace()
-        for launcher in contract.launchers(self.exercise):
+        for launcher in exercises.launchers(self.exercise):
             fn = self._symbol(launcher)
             setattr(self.launch, launcher.name, self._raw(launcher, fn))
             setattr(self, launcher.name, self._op(launcher))
-        for launcher in contract.TIMING_LAUNCHERS.get(self.exercise, ()):  # optional: only timing needs them
+        for launcher in exercises.timing_launchers(self.exercise):  # optional: only timing needs them
             if hasattr(self._lib, launcher.name):
                 setattr(self.launch, launcher.name, self._raw(launcher, self._symbol(launcher)))
                 setattr(self, launcher.name, self._op(launcher))
@@ -199,14 +199,14 @@ class KernelModule:
         and the outputs among them, whose accesses the race detector checks between threads; the others
         are inputs, which no kernel may write. For a CUDA exercise they are device memory (flag 2):
         host code that touches them, or copies host memory into an output, is reported, as on a GPU
-        it faults or computes nothing on the device; host code (contract.HOST) is not."""
+        it faults or computes nothing on the device; host code (a host kind: grader.kinds) is not."""
         n = len(bound)
         names = (ctypes.c_char_p * n)(*[k.encode() for k in bound])
         ptrs = (ctypes.c_ulonglong * n)(*[t.data_ptr() for t in bound.values()])
         sizes = (ctypes.c_ulonglong * n)(*[t.numel() * t.element_size() for t in bound.values()])
         self._lib.cuda_emu_set_buffers(n, names, ptrs, sizes)
         cols = (ctypes.c_int * n)(*[t.shape[-1] if t.dim() == 2 else 0 for t in bound.values()])
-        device = 0 if self.exercise in contract.HOST else 2
+        device = 0 if exercises.is_host(self.exercise) else 2
         outs = (ctypes.c_int * n)(*[int(k in outputs) | device for k in bound])
         self._lib.cuda_emu_set_outputs(n, names, ptrs, sizes, cols, outs)
         # the storage around each tensor (the worker's guard zones): a kernel's read there is out of bounds
@@ -298,5 +298,5 @@ class KernelModule:
         return op
 
     def __repr__(self) -> str:
-        names = ", ".join(l.name for l in contract.launchers(self.exercise))
+        names = ", ".join(l.name for l in exercises.launchers(self.exercise))
         return f"<KernelModule {self.exercise} [{self.backend}] {names} from {self.build.path}>"

@@ -108,51 +108,7 @@ def _fmt(x: float) -> str:
 
 
 # ---------------------------------------------------------------------------- inputs
-def random_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """Fresh zero-mean float32 inputs, on the generator's device; A and B differ, so nothing is symmetric."""
-
-    def randn(*s):
-        return torch.randn(*s, generator=gen, dtype=torch.float64, device=gen.device).float()
-
-    if exercise == "relu_mask":
-        m, n = shape
-        x = randn(m, n)
-        # exact zeros of both signs (about 3 % each): ReLU's mask is x > 0, so a kernel that tests
-        # x >= 0 or the sign bit must fail
-        r = torch.rand(m, n, generator=gen, device=gen.device)
-        x.masked_fill_(r < 0.03, 0.0)  # (not x[r < 0.03] = ...: that synchronises with the host)
-        x.masked_fill_((r >= 0.03) & (r < 0.06), -0.0)
-        return {"X": x, "dY": randn(m, n)}
-    m, n, k = shape
-    ins = {"A": randn(m, k), "B": randn(k, n)}
-    if exercise in ("gemm_relu", "mlp_step"):
-        ins["bias"] = randn(n)
-    if exercise == "mlp_step":  # relu_backward's gradient, M x N like gemm_relu's C
-        ins["dY"] = randn(m, n)
-    return ins
-
-
-def special_inputs(exercise: str, shape: tuple[int, ...], gen: torch.Generator, variant: int):
-    """random_inputs, then changed as drawn case number `variant` is: GEMM operands scaled by powers of
-    two in turn (GEMM_SCALES; bias by their product), ReLU inputs (every other case) with special values.
-    Returns (inputs, what changed: "" for unit scale)."""
-    ins = random_inputs(exercise, shape, gen)
-    if exercise == "relu_mask":
-        if variant % 2 == 0:
-            return ins, ""
-        for name in ("X", "dY"):
-            _sprinkle(ins[name], gen, infinite=name == "X")  # a gradient stays finite
-        return ins, "X with +-inf, +-0, subnormals and values near +-FLT_MAX"
-    ea, eb = GEMM_SCALES[variant % len(GEMM_SCALES)]
-    if (ea, eb) == (0, 0):
-        return ins, ""
-    ins["A"] *= 2.0**ea
-    ins["B"] *= 2.0**eb
-    if "bias" in ins:
-        ins["bias"] *= 2.0 ** (ea + eb)
-    return ins, f"A x 2^{ea}, B x 2^{eb}"
-
-
+# (an exercise's inputs and float64 reference come from its kind: grader.kinds.Kind.make_case)
 def _sprinkle(x: torch.Tensor, gen: torch.Generator, infinite: bool) -> None:
     """Put special values into about a fifth of x (in place): near +-FLT_MAX, subnormals, and +-inf."""
     r = torch.rand(x.shape, generator=gen, device=x.device)
@@ -176,68 +132,10 @@ def gemm_element_tolerance(a64: torch.Tensor, b64: torch.Tensor, k: int) -> torc
     return 16 * EPS32 * max(k, 1) ** 0.5 * ((a64 * a64) @ (b64 * b64)).sqrt() + max(k, 1) * FLT_TRUE_MIN
 
 
-def make_case(exercise: str, shape: tuple[int, ...], gen: torch.Generator, variant: int | None = None) -> Case:
-    """Fresh random inputs and their float64 reference. For relu_mask the inputs include the mask
-    relu_backward is given: one the grader made (random bits, 0 past column N), not the one
-    relu_forward wrote, so a backward that ignores its mask (recomputing X > 0 from a pointer kept
-    since forward) fails; the worker reads forward's outputs before backward runs.
-    variant: the drawn case's number, which may scale the inputs or add special values (special_inputs);
-    None: unit-scale randn."""
-    inputs, scale = random_inputs(exercise, shape, gen), ""
-    if variant is not None:
-        inputs, scale = special_inputs(exercise, shape, gen, variant)
-    if exercise in ("relu_mask", "mlp_step"):
-        inputs["mask"] = random_mask(shape[:2], gen)
-    case = make_case_from(exercise, shape, inputs)
-    case.scale = scale
-    return case
-
-
 def random_mask(shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:
     """A valid mask of random bits for an M x N matrix (about half set; bits past N are 0)."""
     m, n = shape
     return pack_mask(torch.rand(m, n, generator=gen, device=gen.device) < 0.5)
-
-
-def make_case_from(
-    exercise: str, shape: tuple[int, ...], inputs: dict[str, torch.Tensor], rows: list[int] | None = None
-) -> Case:
-    """The float64 reference for `inputs` (only `rows` of the outputs, if given)."""
-    sel = slice(None) if rows is None else rows
-    if exercise == "relu_mask":
-        x, dy = inputs["X"][sel].double(), inputs["dY"][sel].double()
-        y = x.clamp_min(0)
-        # backward's mask: the grader's own (make_case), else the one forward writes (timed rounds)
-        keep = unpack_mask(inputs["mask"][sel], shape[1])[:, : shape[1]] if "mask" in inputs else y > 0
-        return Case(
-            (x.shape[0], shape[1]), inputs, {"Y": y, "mask": pack_mask(y > 0), "dX": torch.where(keep, dy, 0.0)}
-        )
-    if exercise == "mlp_step":  # each launcher's own reference: gemm_relu's, relu_mask's backward, a GEMM's
-        fused = make_case_from("gemm_relu", shape, inputs, rows)
-        plain = make_case_from("naive", shape, inputs, rows)
-        backward = make_case_from(
-            "relu_mask", shape[:2], {"X": inputs["dY"], "dY": inputs["dY"], "mask": inputs["mask"]}, rows
-        )
-        key = contract.result_keys(exercise)[-1][2]  # "gemm's C"
-        return Case(
-            fused.shape,
-            inputs,
-            fused.expected | {"dX": backward.expected["dX"], key: plain.expected["C"]},
-            fused.tolerance | {key: plain.tolerance["C"]},
-            fused.either,
-        )
-    m, n, k = shape
-    a64, b64 = inputs["A"][sel].double(), inputs["B"].double()
-    c = a64 @ b64
-    tol = gemm_element_tolerance(a64, b64, k)
-    shown = (a64.shape[0], n, k)
-    if exercise != "gemm_relu":
-        return Case(shown, inputs, {"C": c}, {"C": tol})
-    bias = inputs["bias"].double()
-    pre = c + bias
-    tol = tol + 8 * EPS32 * bias.abs()
-    either = pre.abs() <= tol  # the sign of A.B + bias is within rounding: 0 or value both fine
-    return Case(shown, inputs, {"C": pre.clamp_min(0), "mask": pack_mask(pre > 0)}, {"C": tol}, {"C": either})
 
 
 def pack_mask(bits: torch.Tensor) -> torch.Tensor:
@@ -513,32 +411,29 @@ def error_hint(error: str, shape) -> str:
     return ""
 
 
-def hint(
-    mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]], exercise: str = ""
-) -> str:
+def hint(mismatches: list[tuple[tuple[int, ...], Mismatch]], passed_shapes: list[tuple[int, ...]], kind=None) -> str:
     """One hint for a learner, from the pattern of what went wrong across shapes (every wrong
-    output of every wrong input in `mismatches`), in the terms of the exercise."""
+    output of every wrong input in `mismatches`), in the terms of the exercise's kind (a
+    grader.kinds.Kind, which supplies its family's parts; None: only the general ones)."""
     if not mismatches:
         return ""
-    shape, mm = mismatches[0]
     outputs = {m.output for _, m in mismatches}
-    forward = [m for _, m in mismatches if m.output in ("Y", "mask")]
-    if exercise == "relu_mask" and forward and all(m.n_unwritten == m.n_total for m in forward) and "dX" in outputs:
-        return (
-            "relu_forward wrote nothing: its Y and mask are read as soon as it returns, before relu_backward "
-            "runs, so forward must launch its own kernel and write both."
-        )
+    if kind is not None and (first := kind.first_hint(mismatches, outputs)):
+        return first
     notes = [m.note for _, m in mismatches if m.note]
     if notes:  # the diagnosis most inputs agree on (one odd shape must not decide)
         return max(notes, key=notes.count)
-    if exercise in ("relu_mask", "mlp_step") and outputs == {"dX"}:
-        fwd, kept = ("relu_forward", "X and Y") if exercise == "relu_mask" else ("gemm_relu", "gemm_relu's C")
-        return (
-            f"{fwd} is right, relu_backward is not: dX[i][j] = dY[i][j] where bit j % 32 of "
-            "mask[i][j / 32] is 1, else 0, from the mask it is given. The grader gives backward a mask of its "
-            f"own, with {kept} poisoned by then: a backward that recomputes the sign (of dY, or of a value "
-            "through a pointer kept since forward) fails."
-        )
+    if kind is not None and (backward := kind.backward_hint(outputs)):
+        return backward
+    read_inputs = kind.read_inputs if kind is not None else "the inputs"
+    found = _values_hint(mismatches, passed_shapes) or _shapes_hint(mismatches, passed_shapes, read_inputs)
+    found = found or _elements_hint(mismatches)
+    return found or (kind.contract_hint(outputs) if kind is not None else "")
+
+
+def _values_hint(mismatches, passed_shapes) -> str:
+    """What the wrong values themselves say: a wrong shape, an uninitialised local, inputs' scale."""
+    mm = mismatches[0][1]
     if mm.examples == [] and mm.n_wrong == mm.n_total:
         return "The output has the wrong shape."
     uninit = [g for _, m in mismatches for _, g, _ in m.examples if isinstance(g, float)]
@@ -555,7 +450,12 @@ def hint(
             "products with |a| < some epsilon, a clamp, a constant that assumes values near 1) or arithmetic "
             "that overflows."
         )
-    rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
+    return ""
+
+
+def _shapes_hint(mismatches, passed_shapes, read_inputs: str) -> str:
+    """What the shapes that failed, and the elements never written or read outside, say."""
+    shape = mismatches[0][0]
     square_ok = passed_shapes and all(len(set(s)) == 1 for s in passed_shapes)
     if len(shape) == 3 and square_ok and all(len(set(s)) > 1 for s, _ in mismatches):
         return (
@@ -569,11 +469,8 @@ def hint(
             "does differently there (a special path for aligned sizes, a fixed-size array, a loop bound)."
         )
     if any(m.n_oob_read for _, m in mismatches):
-        named = {"relu_mask": "X or dY", "gemm_relu": "A, B or bias", "mlp_step": "A, B, bias or dY"}.get(
-            exercise, "A or B"
-        )
         return (
-            f"Some results were computed from values read outside {named} (the grader surrounds each "
+            f"Some results were computed from values read outside {read_inputs} (the grader surrounds each "
             "input with marker values): a load reads past the matrix. Check the bounds test on every "
             "load, and load 0 for elements outside. (Notebook: the exercise's hint 2, the edges.)"
         )
@@ -593,9 +490,15 @@ def hint(
             "Nothing was written: does the launcher launch the kernel (on the given stream), "
             "and does the grid cover the matrix?"
         )
+    return ""
+
+
+def _elements_hint(mismatches) -> str:
+    """What the wrong elements of one input say: K = 1, values close to right, only the last rows."""
+    shape, mm = mismatches[0]
     if mm.n_unwritten == mm.n_total:
         shape, mm = next((s, m) for s, m in mismatches if m.n_unwritten < m.n_total)
-        rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
+    rows_total, cols_total = shape[0], shape[1] if len(shape) > 1 else 1
     if len(shape) == 3 and shape[2] == 1 and all(g == 0 for _, g, _ in mm.examples):
         return (
             "Wrong even with K = 1 (a single product), where the result is 0: does the loop over k "
@@ -615,24 +518,4 @@ def hint(
             "Only the last rows/columns are wrong: look at the bounds checks and at partial tiles "
             "(load zeros for elements outside the matrix). (Notebook: the exercise's hint 2, the edges.)"
         )
-    mask_rule = (
-        "bit j % 32 of mask[i][j / 32] (counted from the least significant bit) is 1 exactly when {} > 0; "
-        "W = ceil(N / 32) words per row; bits past column N are 0"
-    )
-    if exercise == "relu_mask":
-        return (
-            "Compare with the contract, all row-major: Y[i][j] = max(X[i][j], 0); "
-            + mask_rule.format("Y[i][j]")
-            + "; relu_backward: dX[i][j] = that bit of the mask it is given ? dY[i][j] : 0."
-        )
-    if exercise in ("gemm_relu", "mlp_step") and outputs == {"mask"}:
-        return "C is right, the mask is not: " + mask_rule.format("C[i][j]") + "."
-    if exercise == "gemm_relu":
-        return (
-            "Compare with the spec: C[row][col] = max(sum_k A[row][k] * B[k][col] + bias[col], 0), row-major, "
-            "A is MxK, B is KxN, bias has N entries."
-        )
-    return (
-        "Compare your indexing with the spec: C[row][col] = sum_k A[row][k] * B[k][col], "
-        "row-major, A is MxK and B is KxN. (Notebook: the exercise's hint 1.)"
-    )
+    return ""

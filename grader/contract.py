@@ -4,11 +4,12 @@ A kernel file is one `.cu` file of plain CUDA C++ (no torch headers). It defines
 `__global__` kernels and the launcher(s) below; a launcher launches on the stream
 it is given and returns void. Matrices are row-major, contiguous float32.
 
-The mask of `relu_mask` and `gemm_relu`: M rows of W = ceil(N/32) uint32 words;
+The mask of the ReLU pair and the fused epilogue: M rows of W = ceil(N/32) uint32 words;
 bit (j % 32) of word [i][j/32] is 1 exactly when Y[i][j] > 0; bits past column N
 are 0.
 
-This module is the one place the signatures live: the toolchain prepends
+This module is the one place the signatures live (which launchers each exercise defines: its
+kind, grader.kinds): the toolchain prepends
 `declarations()` to a submission so that a launcher with the wrong signature is a
 compile error at the learner's own line, and `grader.binding` builds its ctypes
 calls from `Launcher.params`.
@@ -118,32 +119,8 @@ BIAS_RELU_MASK = Launcher(
     "Y = relu(C + bias) and its mask: gemm_relu's epilogue as a separate pass over C",
 )
 
-# exercise name -> the launchers its kernel file must define
-LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
-    "naive": (GEMM,),
-    "tiled": (GEMM,),
-    "conflict_free": (GEMM,),
-    "register_blocked": (GEMM,),
-    "register_1d": (GEMM,),
-    "warptile": (GEMM,),
-    "relu_mask": (RELU_FORWARD, RELU_BACKWARD),
-    "gemm_relu": (GEMM_RELU,),
-    # a training step (grader/mlp.py): a hidden layer's forward, its backward on the mask, and the GEMMs
-    # of the logits layer and of the backward (dX = dZ . W^T, dW = X^T . dZ)
-    "mlp_step": (GEMM_RELU, RELU_BACKWARD, GEMM),
-    "cpu_blocked": (GEMM_CPU,),
-}
-# Exercises whose launcher is host code: its pointers are CPU memory, it runs on the CPU backend
-# whatever GPU there is, and its speed is timed on the CPU (grader.host).
-HOST: frozenset[str] = frozenset({"cpu_blocked"})
-
-
-# Launchers a file may define for the timed comparison only (the correctness check does not call
-# them; the GPU timing needs them): gemm_relu's `gemm` is the same GEMM without the epilogue, so
-# that the fused kernel is timed against that GEMM followed by a separate bias + ReLU + mask pass.
-TIMING_LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
-    "gemm_relu": (GEMM,),
-}
+# Every launcher of the contract (an exercise's are named by its kind: grader.kinds)
+ALL_LAUNCHERS = (GEMM, RELU_FORWARD, RELU_BACKWARD, GEMM_RELU, GEMM_CPU, BIAS_RELU_MASK)
 
 # Kernel files in kernels/ that the grader times against but that are no exercise.
 BASELINE_LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
@@ -151,18 +128,13 @@ BASELINE_LAUNCHERS: dict[str, tuple[Launcher, ...]] = {
 }
 
 
-def launchers(name: str) -> tuple[Launcher, ...]:
-    """The launchers a file for exercise (or baseline) `name` must define."""
-    return LAUNCHERS.get(name) or BASELINE_LAUNCHERS[name]
-
-
-def result_keys(exercise: str) -> list[tuple[Launcher, str, str]]:
-    """(launcher, output, key) of every output of the exercise's launchers, in call order. The key
+def result_keys(launchers: tuple[Launcher, ...]) -> list[tuple[Launcher, str, str]]:
+    """(launcher, output, key) of every output of an exercise's launchers, in call order. The key
     names the output in a case's results and references: the output's own name, or, when an earlier
     launcher already has an output of that name (mlp_step's gemm after gemm_relu: both write C),
     "LAUNCHER's NAME"."""
     keys, seen = [], set()
-    for launcher in launchers(exercise):
+    for launcher in launchers:
         for name in outputs(launcher):
             keys.append((launcher, name, name if name not in seen else f"{launcher.name}'s {name}"))
             seen.add(name)
@@ -174,14 +146,14 @@ def mask_words(n: int) -> int:
     return (n + 31) // 32
 
 
-def declarations(exercise: str) -> str:
-    """C declarations of an exercise's launchers, prepended before compiling.
+def declarations(launchers: tuple[Launcher, ...]) -> str:
+    """C declarations of an exercise's launchers (grader.exercises.declarations), prepended before compiling.
 
     A learner's definition whose parameter types differ then fails to compile with
     "conflicting declaration" at the learner's own line.
     """
     lines = ["#include <cstdint>"]
-    lines += [f'extern "C" {l.signature};' for l in launchers(exercise) + TIMING_LAUNCHERS.get(exercise, ())]
+    lines += [f'extern "C" {l.signature};' for l in launchers]
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import contract
+from . import contract, kinds
 from .errors import CannotGrade
 
 
@@ -114,6 +114,7 @@ class Exercise:
     shapes: tuple[tuple[int, ...], ...]
     cpu_shapes: tuple[tuple[int, ...], ...]
     bench_shape: tuple[int, ...]
+    kind: kinds.Kind  # what the family does (grader.kinds): launchers, inputs, references, hints, timing
     baseline_exercise: str | None = None  # whose launchers the baseline file defines (default: this one)
     baseline_epilogue: str | None = None  # "own_gemm_then_pass": the submission's `gemm`, then the baseline file
     slow_hint: str = ""  # what to look at when a correct kernel is too slow
@@ -123,6 +124,12 @@ class Exercise:
     # dear there (05 at 70000 x 3 x 3: 10.8 s a call through grader.load, 2026-12-03), and no 128-row tile
     # can pass gridDim.y's limit
     cpu_long_rows: bool = True
+    # grader.widgets: a small shape whose trace of every block is cheap (with edge blocks), and the
+    # profile figures the lesson is about (the first that exist are shown)
+    trace_shape: tuple[int, ...] | None = None
+    lesson: tuple[str, ...] = ()
+    # grader.lab: the learner's kernel cells this exercise's notebook starts from, ((notebook, exercise), ...)
+    builds_on: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.baseline_exercise is None:
@@ -130,7 +137,7 @@ class Exercise:
 
     @property
     def launchers(self) -> tuple[contract.Launcher, ...]:
-        return contract.LAUNCHERS[self.name]
+        return self.kind.launchers
 
     @property
     def reference_path(self) -> Path:
@@ -263,6 +270,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (2048, 2048, 2048),
+            kind=kinds.GEMM,
             slow_hint="Take the column of C from threadIdx.x, so that the 32 lanes of a warp read consecutive "
             "floats of B and write consecutive floats of C (coalesced; notebook 02, hint 1).",
         ),
@@ -275,6 +283,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 4096),
+            kind=kinds.GEMM,
             slow_hint="Copy a T x T tile of A and of B into shared memory once per step of K (T = 32), then let"
             " every thread do T multiply-adds from shared memory (notebook 03, hints 1 and 3).",
         ),
@@ -287,6 +296,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 4096),
+            kind=kinds.GEMM,
             slow_hint="Lanes that read different words of one shared-memory bank are served one after another: "
             "pad each row of the tile by one float or swizzle the column (notebook 04, "
             "conflict_degree; the hints of step 1).",
@@ -300,6 +310,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 4096),
+            kind=kinds.GEMM,
             slow_hint="Give each thread an 8 x 8 tile of C in registers: per step of k, load TM values of A and"
             " TN of B into registers (float4, A stored transposed) and add their outer product "
             "(notebook 05, hints 1-3).",
@@ -317,13 +328,14 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 4096),
+            kind=kinds.GEMM,
             cpu_long_rows=False,
             slow_hint="Arrange each warp's lanes as 4 x 8 over a 32 x 128 warp tile with 8 x 16 outputs per thread "
             "(2 x 4 sub-tiles of 4 x 4), and keep the next K-tile's copies in flight while this one is "
             "multiplied: __pipeline_memcpy_async into the next ring slot, one commit group per tile, "
             "__pipeline_wait_prior(STAGES - 2) then one __syncthreads per tile (notebook 09, hints 1-3).",
         ),
-        # plain C++ on the CPU (contract.HOST): correctness on the CPU backend, speed timed on the CPU
+        # plain C++ on the CPU (kinds.HOST_GEMM): correctness on the CPU backend, speed timed on the CPU
         # (grader.host) against the naive triple loop, on any machine
         Exercise(
             "cpu_blocked",
@@ -334,6 +346,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES[:6],
             GEMM_SHAPES[:6],
             (384, 512, 640),
+            kind=kinds.HOST_GEMM,
             slow_hint="Make the innermost loop walk along a row of B and of C (loop order i-k-j), then cut C "
             "into blocks and K into slices so that a panel of B stays in the cache while a block "
             "of rows uses it (notebook 01, hints 1-3).",
@@ -347,6 +360,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 4096),
+            kind=kinds.GEMM,
             slow_hint="Keep TM = 8 running sums per thread in registers; per step of k, load Bs[k][threadCol] into "
             "a register once and use it for all TM multiply-adds (notebook 05, exercise 1, hints 1-3).",
         ),
@@ -360,6 +374,7 @@ EXERCISES: dict[str, Exercise] = {
             RELU_SHAPES,
             RELU_SHAPES_SMALL,
             (8192, 8192),
+            kind=kinds.RELU_PAIR,
             slow_hint="A memory-bound kernel needs bytes in flight and few instructions per byte: issue several "
             "independent float4 loads per thread before using any, build each mask word from 8 lanes' "
             "nibbles with 3 shuffles, and keep divisions out of the per-element path (notebook 06, hint 3).",
@@ -377,6 +392,7 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 4096, 256),
+            kind=kinds.FUSED_EPILOGUE,
             baseline_exercise="bias_relu_pass",
             baseline_epilogue="own_gemm_then_pass",
             slow_hint="The fused kernel must beat your own `gemm` followed by a separate pass over C: keep the "
@@ -396,10 +412,109 @@ EXERCISES: dict[str, Exercise] = {
             GEMM_SHAPES,
             GEMM_SHAPES_SMALL,
             (4096, 2048, 2048),
+            kind=kinds.TRAINING_STEP,
         ),
     )
 }
-EXERCISES = {name: replace(e, access=ACCESS_BOUNDS.get(name, ())) for name, e in EXERCISES.items()}
+# grader.widgets' small shapes (M, N, K) or (M, N) that still have edge blocks, so a trace of every block is cheap
+TRACE_SHAPES = {
+    "naive": (40, 36, 24),
+    "tiled": (48, 40, 64),
+    "conflict_free": (48, 40, 64),
+    "register_blocked": (136, 132, 16),
+    "warptile": (136, 132, 32),  # 64 x 64 tiles (the small configuration): 3 x 3 blocks, 4 K-tiles through 3 slots
+    "gemm_relu": (136, 132, 16),
+    "relu_mask": (3, 200),
+}
+# the profile figures (grader.profile's derived names) each lesson is about: grader.widgets.compare
+# shows the first that exist
+LESSONS = {
+    "naive": ("sectors_per_request_ld", "sectors_over_ideal_ld", "global_loads_per_fma", "bytes_per_flop"),
+    "tiled": ("bytes_per_flop", "global_loads_per_fma", "shared_loads_per_fma"),
+    "conflict_free": ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request", "bytes_per_flop"),
+    "register_blocked": ("shared_loads_per_fma", "wavefronts_per_shared_request", "bytes_per_flop"),
+    "warptile": (
+        "wavefronts_per_shared_load",
+        "bank_conflicts_per_shared_request",
+        "shared_loads_per_fma",
+        "bytes_per_flop",
+    ),
+    "relu_mask": (
+        "forward_bytes_read_per_element",
+        "forward_bytes_written_per_element",
+        "backward_bytes_read_per_element",
+        "backward_bytes_written_per_element",
+    ),
+    "gemm_relu": ("bytes_per_flop", "C_writes_per_element", "C_bytes_per_element", "mask_bytes_per_element"),
+}
+# grader.lab: the learner's kernel cells ((notebook, exercise), ...) an exercise's notebook starts from
+# (07: notebook 05's GEMM when it passes) or joins into its kernel file (08: 07's and 06's)
+BUILDS_ON = {
+    "gemm_relu": (("05_register_blocking.ipynb", "register_blocked"),),
+    "mlp_step": (("07_fused_epilogue.ipynb", "gemm_relu"), ("06_relu_mask.ipynb", "relu_mask")),
+}
+EXERCISES = {
+    name: replace(
+        e,
+        access=ACCESS_BOUNDS.get(name, ()),
+        trace_shape=TRACE_SHAPES.get(name),
+        lesson=LESSONS.get(name, ()),
+        builds_on=BUILDS_ON.get(name, ()),
+    )
+    for name, e in EXERCISES.items()
+}
+
+# `python -m grader bench` (grader.bench): the GEMM ladder in teaching order, (name in the table, file,
+# the exercise whose launchers it defines), and the other kernel files it times (file, exercise)
+BENCH_GEMM_LADDER = (
+    ("naive_uncoalesced", "01a_naive_uncoalesced.cu", "naive"),
+    ("naive", "01_naive.cu", "naive"),
+    ("tiled", "02_tiled.cu", "tiled"),
+    ("bank_conflicts", "03_bank_conflicts.cu", "conflict_free"),
+    ("conflict_free", "03_conflict_free.cu", "conflict_free"),
+    ("register_1d", "04a_register_1d.cu", "register_blocked"),
+    ("register_blocked", "04_register_blocked.cu", "register_blocked"),
+    ("warptile_pipelined", "05_warptile_pipelined.cu", "register_blocked"),
+)
+BENCH_RELU = ("06_relu_mask.cu", "relu_mask")
+BENCH_FUSED = ("07b_gemm_relu_warptile.cu", "gemm_relu")  # the fused epilogue on 05 (07 is on 04: grader.fusion)
+BENCH_BEST_GEMM = ("05_warptile_pipelined.cu", "register_blocked")
+
+
+def kind(name: str) -> kinds.Kind:
+    """The kind of exercise `name` (grader.kinds)."""
+    return EXERCISES[name].kind
+
+
+def of_kind(k: kinds.Kind) -> Exercise:
+    """The first exercise of kind `k` (the course's first GEMM, its ReLU pair ...)."""
+    return next(e for e in EXERCISES.values() if e.kind is k)
+
+
+def launchers(name: str) -> tuple[contract.Launcher, ...]:
+    """The launchers a file for exercise (or baseline) `name` must define."""
+    return EXERCISES[name].launchers if name in EXERCISES else contract.BASELINE_LAUNCHERS[name]
+
+
+def timing_launchers(name: str) -> tuple[contract.Launcher, ...]:
+    """Launchers a file may define for the timed comparison only (grader.kinds.Kind.timing_launchers)."""
+    return EXERCISES[name].kind.timing_launchers if name in EXERCISES else ()
+
+
+def is_host(name: str) -> bool:
+    """Host code: its pointers are CPU memory, it runs on the CPU backend whatever GPU there is, and its
+    speed is timed on the CPU (grader.host)."""
+    return name in EXERCISES and EXERCISES[name].kind.host
+
+
+def declarations(name: str) -> str:
+    """C declarations of the launchers of `name` (and its timing-only ones), prepended before compiling."""
+    return contract.declarations(launchers(name) + timing_launchers(name))
+
+
+def result_keys(name: str) -> list[tuple[contract.Launcher, str, str]]:
+    """contract.result_keys of the exercise's launchers."""
+    return contract.result_keys(launchers(name))
 
 
 def get(name: str, thresholds_file: str | os.PathLike | None = None) -> Exercise:

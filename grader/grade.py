@@ -23,7 +23,6 @@ import torch
 from . import (
     binding,
     checks,
-    contract,
     exercises,
     forbidden,
     host,
@@ -110,7 +109,7 @@ def grade(
     profile_on_gpu: on a GPU also count accesses on the CPU backend (reported, not judged).
     """
     ex = exercises.get(exercise, thresholds_file)
-    on_host = exercise in contract.HOST  # plain C++ on the CPU: CPU backend, timed on any machine
+    on_host = ex.kind.host  # plain C++ on the CPU: CPU backend, timed on any machine
     if require_gpu and (backend == "cpu" and not on_host):
         raise CannotGrade("--require-gpu asks for a timed GPU verdict, but --backend cpu was given")
     backend = "cpu" if on_host else binding.resolve_backend(backend)
@@ -334,14 +333,14 @@ def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
     fixed = ex.shapes if backend == "cuda" else ex.cpu_shapes
     # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
     # per shape drawn from the seed (grader.shapes: every dimension aligned in turn, the others odd)
-    cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
+    cases = [ex.kind.make_case(s, gen) for s in fixed for _ in range(2)]
     drawn = shapes.draw(len(fixed[0]), seed, rows=backend == "cuda" or ex.cpu_long_rows)
-    cases += [checks.make_case(exercise, s, gen, variant=i) for i, s in enumerate(drawn)]  # some scaled
+    cases += [ex.kind.make_case(s, gen, variant=i) for i, s in enumerate(drawn)]  # some scaled
     profile_seed = None
-    if backend == "cpu" and ex.access and exercise not in contract.HOST:  # one more case, counted
+    if backend == "cpu" and ex.access and not ex.kind.host:  # one more case, counted
         profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
-        cases.append(checks.make_case(exercise, shapes.profile_shape(ex.profile_shape, seed), gen))
-    step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
+        cases.append(ex.kind.make_case(shapes.profile_shape(ex.profile_shape, seed), gen))
+    step = mlp.step_case(gen) if ex.kind.training_step else None  # one training step, after the launchers
     return cases, profile_seed, step
 
 
@@ -408,9 +407,7 @@ def _profile_run(
     (case 0), in a child; None when it cannot be had."""
     try:
         build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
-        case = checks.make_case(
-            exercise, shape or ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62))
-        )
+        case = ex.kind.make_case(shape or ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62)))
         request = {
             "lib": str(build.path),
             "exercise": exercise,
@@ -567,7 +564,7 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
         res.message = f"wrong results on {n_wrong_inputs} of {len(cases)} inputs.\n" + mismatches[0][1].describe(
             mismatches[0][0]
         )
-        res.hint = checks.hint(mismatches, passed_shapes, res.exercise)
+        res.hint = checks.hint(mismatches, passed_shapes, exercises.kind(res.exercise))
         if unstable:
             res.hint += (
                 " The result also changes from run to run with the same input: a race, or reads "

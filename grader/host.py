@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import contract, linkcheck, toolchain
+from . import contract, exercises, linkcheck, toolchain
 from .errors import CannotGrade, CompileError
 from .machine import cpu_name  # the CPU a build is for, and that the worker reports timing on
 from .procs import run_all
@@ -93,7 +93,7 @@ class HostGemm:
     """A loaded host GEMM launcher: call it with numpy arrays, or `.raw(A, B, C)` on tensors/arrays."""
 
     def __init__(self, path: Path, exercise: str):
-        (launcher,) = contract.LAUNCHERS[exercise]
+        (launcher,) = exercises.launchers(exercise)
         self.path, self.exercise, self.launcher = path, exercise, launcher
         self._fn = getattr(ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL), launcher.name)
         self._fn.argtypes, self._fn.restype = launcher.argtypes, None
@@ -114,9 +114,13 @@ class HostGemm:
         return C
 
 
-def load(source_or_path, exercise: str = "cpu_blocked") -> HostGemm:
-    """Build (cached) and load a host exercise's file, optimised, for the notebook's own timing."""
+def load(source_or_path, exercise: str | None = None) -> HostGemm:
+    """Build (cached) and load a host exercise's file, optimised, for the notebook's own timing
+    (exercise: default the course's host GEMM)."""
+    from . import exercises, kinds
     from .binding import read_source
+
+    exercise = exercise or exercises.of_kind(kinds.HOST_GEMM).name
 
     source, filename = read_source(source_or_path)
     return HostGemm(build(source, exercise, filename), exercise)
@@ -171,7 +175,7 @@ def time_kernels(mem, req: dict, exercise: str) -> tuple[dict, object]:
     shape = tuple(req["shape"])
     m, n, _ = shape
     dims = _dims(exercise, shape)
-    (launcher,) = contract.LAUNCHERS[exercise]
+    (launcher,) = exercises.launchers(exercise)
     mem.runner.load("fast", req["lib"])
     word = _poison_word(torch.float32)
     bufs = {

@@ -236,22 +236,24 @@ def register_blocked_source(folder=None) -> tuple[str, str]:
     """(kernel file, where it came from) that notebook 07 starts from: your notebook 05's register_blocked
     kernel cell when the grader finds it correct (no timing: a few seconds on the CPU backend; an unfinished
     scaffold builds, so building is not enough), else kernels/04_register_blocked.cu, and why."""
-    from . import exercises, grade
+    from . import exercises, grade, kinds
     from .errors import GraderError
+
+    ((notebook, gemm),) = exercises.of_kind(kinds.FUSED_EPILOGUE).builds_on  # notebook 05's GEMM cell
 
     def problem(source: str) -> str | None:
         try:
-            result = grade.grade("register_blocked", source, time_it=False)
+            result = grade.grade(gemm, source, time_it=False)
         except GraderError as e:  # CannotGrade: no compiler, no backend
             return f"your notebook 05 kernel cannot be checked here: {_first_line(e)}"
         return None if result.correct else f"your notebook 05 kernel fails the check: {_first_line(result.message)}"
 
     return _yours_else_reference(
-        {"05_register_blocking.ipynb": "register_blocked"},
-        exercises.EXERCISES["register_blocked"].reference_path,
+        {notebook: gemm},
+        exercises.EXERCISES[gemm].reference_path,
         lambda found: next(iter(found.values())),
         problem,
-        "your notebook 05 kernel (its register_blocked cell passes the correctness check)",
+        f"your notebook 05 kernel (its {gemm} cell passes the correctness check)",
         folder,
     )
 
@@ -324,7 +326,10 @@ def start_gemm_relu(folder=None) -> str:
 def _has_gemm_relu_kernel(folder=None) -> bool:
     """Does the saved notebook 07 in `folder` already hold a gemm_relu kernel cell that defines a launcher
     (the learner's scaffold, or the solution), not only the exercise's placeholder?"""
-    return 'extern "C"' in (_kernel_cell("07_fused_epilogue.ipynb", "gemm_relu", folder) or "")
+    from . import exercises, kinds
+
+    fused = exercises.of_kind(kinds.FUSED_EPILOGUE).name
+    return 'extern "C"' in (_kernel_cell("07_fused_epilogue.ipynb", fused, folder) or "")
 
 
 # ---------------------------------------------------------------------------- notebook 08: training
@@ -338,9 +343,10 @@ def mlp_step_source(folder=None) -> tuple[str, str]:
     extern "C" launchers keep their C names."""
     import re
 
-    from . import binding, exercises
+    from . import binding, exercises, kinds
     from .errors import GraderError
 
+    step = exercises.of_kind(kinds.TRAINING_STEP)
     include = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)
 
     def join(found: dict[str, str]) -> str:
@@ -356,14 +362,14 @@ def mlp_step_source(folder=None) -> tuple[str, str]:
 
     def problem(source: str) -> str | None:
         try:
-            binding.load(source, "mlp_step")
+            binding.load(source, step.name)
         except GraderError as e:
             return f"yours do not build together: {_first_line(e)}"
         return None
 
     return _yours_else_reference(
-        {"07_fused_epilogue.ipynb": "gemm_relu", "06_relu_mask.ipynb": "relu_mask"},
-        exercises.EXERCISES["mlp_step"].reference_path,
+        dict(step.builds_on),
+        step.reference_path,
         join,
         problem,
         "your notebooks 07 (gemm_relu, gemm) and 06 (relu_backward)",

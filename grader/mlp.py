@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import checks
+from . import checks, contract
 
 # ---------------------------------------------------------------------------- the layers
 
@@ -49,10 +49,10 @@ class Launchers:
         return out
 
     def gemm_relu(self, X, W, b):
-        return self._call("gemm_relu", X.contiguous(), W.contiguous(), b.contiguous())
+        return self._call(contract.GEMM_RELU.name, X.contiguous(), W.contiguous(), b.contiguous())
 
     def relu_backward(self, mask, dY):
-        return self._call("relu_backward", mask, dY.contiguous())
+        return self._call(contract.RELU_BACKWARD.name, mask, dY.contiguous())
 
     def matmul(self, A, B):
         return A @ B if self.torch_gemm else self._call("gemm", A.contiguous(), B.contiguous())

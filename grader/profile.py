@@ -483,7 +483,7 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
         d["shared_loads_per_fma"] = ratio(lane_bytes("shared", "ld") / 4.0, fma)
         for buf in ("A", "B"):
             d[f"{buf}_bytes_per_flop"] = ratio(sector_bytes("ld", buf), d["flops"])
-        if exercise == "gemm_relu":
+        if exercises.kind(exercise).epilogue:
             elems = float(mm * nn)
             d["C_bytes_per_element"] = ratio(sector_bytes("ld", "C") + sector_bytes("st", "C"), elems)
             # lane-level: how often each element of C is stored / loaded (1 and 0 when fused)
@@ -591,7 +591,7 @@ def run(
     source, filename = submissions.read(source_or_path, exercise)
     mod = binding.load(source, exercise, backend="cpu", filename=filename)
     gen = torch.Generator().manual_seed(seed if seed is not None else 0)
-    case = checks.make_case(exercise, shape, gen)
+    case = ex.kind.make_case(shape, gen)
     mod.configure_cpu(schedule_seed=0)
     configure(mod, blocks, seed, trace, budget)
     try:

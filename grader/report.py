@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from . import contract
+from . import exercises
 from .grade import Result
 
 
@@ -106,7 +106,7 @@ def html_report(r: Result) -> str:
     if bar:
         extra = f" &middot; {r.pct_cublas:.0f}% of cuBLAS" if r.pct_cublas else ""
         parts.append(f"<div>speed-up {bar}{extra}</div>")
-    elif r.exercise in contract.HOST and r.compiled:  # host C++: timed on this CPU, whatever GPU there is
+    elif exercises.is_host(r.exercise) and r.compiled:  # host C++: timed on this CPU, whatever GPU there is
         parts.append("<div style='color:#666'>Not timed: host code is timed on this CPU once it is correct.</div>")
     elif r.backend == "cpu" and r.compiled:
         parts.append(

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import contract, linkcheck
+from . import exercises, linkcheck
 from .errors import CannotGrade, CompileError, Forbidden, GraderError
 from .procs import run_all
 
@@ -133,7 +133,7 @@ def _key(*parts: str) -> str:
 
 
 def _with_prelude(source: str, exercise: str | None, filename: str) -> str:
-    prelude = contract.declarations(exercise) if exercise else ""
+    prelude = exercises.declarations(exercise) if exercise else ""
     return f'{prelude}#line 1 "{filename}"\n{source}'
 
 
@@ -207,7 +207,7 @@ def build(
                     source,
                     work / "kernel.so",
                     filename=filename,
-                    prelude=contract.declarations(exercise) if exercise else "",
+                    prelude=exercises.declarations(exercise) if exercise else "",
                     sanitize=sanitize,
                     workdir=work,
                     timeout=timeout,
@@ -360,7 +360,7 @@ def signature_hint(text: str, exercise: str | None) -> str:
     """When the compiler says a launcher clashes with its contract declaration: the signatures."""
     if not exercise or not re.search(r'"C" linkage|conflicting declaration of C function', text):
         return ""
-    sigs = "\n".join(f'    extern "C" {l.signature}' for l in contract.launchers(exercise))
+    sigs = "\n".join(f'    extern "C" {l.signature}' for l in exercises.launchers(exercise))
     return f"\nThe launcher's parameters must be exactly those of the contract:\n{sigs}"
 
 

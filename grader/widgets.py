@@ -24,18 +24,8 @@ import io
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from . import plots
+from . import exercises, kinds, plots
 
-# Small shapes (M, N, K) or (M, N) that still have edge blocks, so a trace of every block is cheap.
-SHAPES = {
-    "naive": (40, 36, 24),
-    "tiled": (48, 40, 64),
-    "conflict_free": (48, 40, 64),
-    "register_blocked": (136, 132, 16),
-    "warptile": (136, 132, 32),  # 64 x 64 tiles (the small configuration): 3 x 3 blocks, 4 K-tiles through 3 slots
-    "gemm_relu": (136, 132, 16),
-    "relu_mask": (3, 200),
-}
 FLOAT = 4
 
 
@@ -91,7 +81,7 @@ def accesses(trace) -> list[Access]:
 
 def profile_of(source, exercise: str, shape=None, blocks="all"):
     """grader.profile.run, cached per (source, exercise, shape, blocks); with the trace unless
-    blocks is "sample". shape None: the widget's small shape (SHAPES), or, when sampling, the
+    blocks is "sample". shape None: the widget's small shape (the spec's trace_shape), or, when sampling, the
     exercise's profile shape. A kernel whose outputs are wrong is profiled too (its `wrong` says
     how): what a wrong kernel touches is what helps to debug it."""
     if not isinstance(source, (str, Path)):
@@ -99,7 +89,8 @@ def profile_of(source, exercise: str, shape=None, blocks="all"):
     from .submissions import read
 
     text, _ = read(source, exercise)
-    shape = tuple(shape or (() if blocks == "sample" else SHAPES.get(exercise, ()))) or None
+    small = getattr(exercises.EXERCISES.get(exercise), "trace_shape", None) or ()
+    shape = tuple(shape or (() if blocks == "sample" else small)) or None
     key = (hashlib.sha256(text.encode()).hexdigest(), exercise, shape, repr(blocks))
     if key not in _CACHE:
         from . import profile
@@ -117,12 +108,7 @@ _CACHE: dict = {}
 
 def buffer_shapes(exercise: str, shape) -> dict[str, tuple[int, int]]:
     """(rows, cols) of each launcher buffer, in elements (4 bytes)."""
-    if exercise == "relu_mask":
-        M, N = shape[:2]
-        W = (N + 31) // 32
-        return {"X": (M, N), "Y": (M, N), "dY": (M, N), "dX": (M, N), "mask": (M, W)}
-    M, N, K = shape
-    return {"A": (M, K), "B": (K, N), "C": (M, N), "bias": (1, N), "mask": (M, (N + 31) // 32)}
+    return exercises.kind(exercise).buffer_shapes(shape)
 
 
 def _elements(off: int, size: int) -> range:
@@ -393,7 +379,7 @@ def mask_data(p, block, warp, occurrence: int) -> list[dict]:
     occurrence of its mask store: for each bit, the lane (of that warp) whose element of the
     output (Y, or C in gemm_relu) the bit describes, and the lane that stores the word."""
     acc = [a for a in accesses(p.trace) if a.block == tuple(block)]
-    out_name = "Y" if p.exercise == "relu_mask" else "C"
+    out_name = exercises.kind(p.exercise).mask_of
     rows_cols = buffer_shapes(p.exercise, p.shape)
     N = rows_cols[out_name][1]
     W = rows_cols["mask"][1]
@@ -457,25 +443,7 @@ FIGURES = {
     "C_writes_per_element": "C: writes per element",
     "mask_bytes_per_element": "mask: bytes per element",
 }
-LESSON = {
-    "naive": ("sectors_per_request_ld", "sectors_over_ideal_ld", "global_loads_per_fma", "bytes_per_flop"),
-    "tiled": ("bytes_per_flop", "global_loads_per_fma", "shared_loads_per_fma"),
-    "conflict_free": ("wavefronts_per_shared_request", "bank_conflicts_per_shared_request", "bytes_per_flop"),
-    "register_blocked": ("shared_loads_per_fma", "wavefronts_per_shared_request", "bytes_per_flop"),
-    "warptile": (
-        "wavefronts_per_shared_load",
-        "bank_conflicts_per_shared_request",
-        "shared_loads_per_fma",
-        "bytes_per_flop",
-    ),
-    "relu_mask": (
-        "forward_bytes_read_per_element",
-        "forward_bytes_written_per_element",
-        "backward_bytes_read_per_element",
-        "backward_bytes_written_per_element",
-    ),
-    "gemm_relu": ("bytes_per_flop", "C_writes_per_element", "C_bytes_per_element", "mask_bytes_per_element"),
-}
+# (which figures each exercise's lesson is about: its spec's `lesson`, grader.exercises)
 
 
 def figures(p, names=None) -> dict[str, float]:
@@ -506,7 +474,7 @@ def measured_tflops(kernels: dict, n: int = 2048) -> dict[str, float]:
 
     todo, out = {}, {}
     for label, (src, ex) in kernels.items():
-        if ex in ("naive", "tiled", "conflict_free", "register_blocked", "warptile"):
+        if ex in exercises.EXERCISES and exercises.kind(ex) is kinds.GEMM:
             key = (hashlib.sha256(read(src, ex)[0].encode()).hexdigest(), n)
             if key in _TIMES:
                 out[label] = _TIMES[key]
@@ -718,10 +686,13 @@ def tile_walk(source, exercise: str, shape=None, *, block=(0, 0, 0), thread=(0, 
 
 
 @_friendly
-def mask_bits(source, exercise: str = "relu_mask", shape=None):
+def mask_bits(source, exercise: str | None = None, shape=None):
     """Pick a warp's mask store: which lane's element each bit of the stored words describes, and
-    which lane stores each word (a __ballot_sync word, or words assembled with shuffles)."""
+    which lane stores each word (a __ballot_sync word, or words assembled with shuffles). exercise:
+    default the ReLU pair's."""
     import ipywidgets as w
+
+    exercise = exercise or exercises.of_kind(kinds.RELU_PAIR).name
 
     p = profile_of(source, exercise, shape)
     stores = mask_stores(p)
@@ -808,7 +779,7 @@ def compare(
     `extra` {label: {derived name: value}} adds rows counted by hand; on a GPU ("auto") GEMMs
     also get their measured TFLOP/s. Returns {label: {figure: value}}."""
     kernels = _kernels(source, exercise, others)
-    names = names or LESSON.get(exercise)
+    names = names or exercises.EXERCISES[exercise].lesson or None
     profs = {k: profile_of(src, ex, shape, blocks="sample") for k, (src, ex) in kernels.items()}
     for k, p in profs.items():
         _wrong(p, k)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import binding, checks, contract, profile, protocol
+from . import binding, checks, contract, exercises, profile, protocol
 from .binding import KernelModule
 from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK
 from .errors import GraderError, KernelError, LauncherError
@@ -36,15 +36,6 @@ from .toolchain import Build
 
 
 GUARD = 1024  # elements of poison before and after each buffer a test call gets
-GEMM_ONLY = (
-    "naive",
-    "tiled",
-    "conflict_free",
-    "register_blocked",
-    "register_1d",
-    "warptile",
-    "cpu_blocked",
-)  # C = A B: column sums are linear
 OUTPUT_FILE_CAP = 64 << 20  # bytes any file written by the worker (its stdout log) may grow to
 
 
@@ -104,11 +95,7 @@ def _alloc(
 
 
 def _dims(exercise: str, shape) -> dict[str, int]:
-    if exercise == "relu_mask":
-        m, n = shape
-        return {"M": m, "N": n, "W": contract.mask_words(n)}
-    m, n, k = shape
-    return {"M": m, "N": n, "K": k, "W": contract.mask_words(n)}
+    return exercises.kind(exercise).dims(shape)
 
 
 def _launch_args(launcher: contract.Launcher, bufs: dict[str, Handle], dims: dict[str, int]) -> list:
@@ -140,7 +127,7 @@ def run_case(
     runner request), which stops at a launcher's error."""
     mem = mod if hasattr(mod, "alloc") else Local(mod)
     dims = _dims(mem.exercise, shape)
-    launchers = contract.LAUNCHERS[mem.exercise]
+    launchers = exercises.launchers(mem.exercise)
     # An input's guard after it covers a read with a wrong row stride (index up to max(dim)^2): such a
     # read then finds the guard word (a NaN whose payload the checks recognise), never another buffer
     # (an output: the CPU backend would call that read a race, or a value the kernel wrote: no sign).
@@ -152,7 +139,7 @@ def run_case(
     produced: dict[str, Handle] = {}
     every_output: list[tuple[str, Handle]] = []
     errors, reads, hashes = [], {}, {}
-    keys = {(l.name, n): key for l, n, key in contract.result_keys(mem.exercise)}  # mlp_step: gemm's C
+    keys = {(l.name, n): key for l, n, key in exercises.result_keys(mem.exercise)}  # mlp_step: gemm's C
     for i, launcher in enumerate(launchers):
         outs = {
             n: _alloc(batch, n, dims, buffer_id=f"out:{keys[launcher.name, n]}") for n in contract.outputs(launcher)
@@ -193,7 +180,7 @@ class Ops:
 
     def __init__(self, mem):
         self.mem, self.exercise, self.device = mem, mem.exercise, mem.device
-        for launcher in contract.launchers(mem.exercise) + contract.TIMING_LAUNCHERS.get(mem.exercise, ()):
+        for launcher in exercises.launchers(mem.exercise) + exercises.timing_launchers(mem.exercise):
             setattr(self, launcher.name, self._op(launcher))
 
     def _op(self, launcher: contract.Launcher):
@@ -287,7 +274,7 @@ class FreshRounds:
         spec, self.pending = self.pending, {}
         stats = [{"id": h.name, "cols": h.shape[-1]} for h in self.ins.values()]
         if checked:
-            colsum = self.exercise in GEMM_ONLY
+            colsum = exercises.kind(self.exercise).linear
             stats += [
                 {"id": h.name, "cols": h.shape[-1], "colsum": colsum and n == "C"}
                 for n, h in self.outs.items()
@@ -324,7 +311,10 @@ class FreshRounds:
             n for n, h in self.ins.items() if tuple(self.mem.stats(h)[k] for k in ("sum", "weighted")) != self.expect[n]
         ]
         float_outs = {n: h for n, h in self.outs.items() if h.dtype == torch.float32}
-        stats = {n: self.mem.stats(h, colsum=n == "C" and self.exercise in GEMM_ONLY) for n, h in float_outs.items()}
+        stats = {
+            n: self.mem.stats(h, colsum=n == "C" and exercises.kind(self.exercise).linear)
+            for n, h in float_outs.items()
+        }
         return {
             "changed": changed,
             "rows": rows,
@@ -347,7 +337,7 @@ class FreshRounds:
         if len(rows) != min(self.n_rows, m) or len(set(rows)) != len(rows) or not all(0 <= r < m for r in rows):
             self.failure = f"in round {self.rounds}: the runner's sample of rows came back malformed ({rows})"
             return True
-        case = _to_cpu(checks.make_case_from(self.exercise, self.shape, self.copies, rows=rows))
+        case = _to_cpu(exercises.kind(self.exercise).make_case_from(self.shape, self.copies, rows=rows))
         for name in case.expected:
             mm = checks.compare(case, name, obs["row_values"][name])
             if mm:
@@ -364,7 +354,7 @@ class FreshRounds:
                 "holds NaN/inf or elements never written"
             )
             return True
-        return self.exercise in GEMM_ONLY and not self._column_sums_ok(obs["colsum"])
+        return exercises.kind(self.exercise).linear and not self._column_sums_ok(obs["colsum"])
 
     def _column_sums_ok(self, got: torch.Tensor) -> bool:
         """Every row counts: C's column sums must equal (1^T A) B, within the sum of the rows' tolerances
@@ -389,7 +379,7 @@ def _to_cpu(case: checks.Case) -> checks.Case:
 def _graded_inputs(exercise: str) -> list[str]:
     """The inputs the launchers take that no earlier launcher writes (relu_backward's mask is forward's)."""
     made, names = set(), []
-    for launcher in contract.launchers(exercise):
+    for launcher in exercises.launchers(exercise):
         names += [n for n in contract.inputs(launcher) if n not in made and n not in names]
         made.update(contract.outputs(launcher))
     return names
@@ -423,7 +413,7 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
     }
     outs: dict[str, Handle] = {}
     steps = []
-    for launcher in contract.launchers(exercise):
+    for launcher in exercises.launchers(exercise):
         for n in contract.outputs(launcher):
             outs.setdefault(n, mem.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n))))
         steps.append(("sub", launcher.name, _launch_args(launcher, bufs | outs, dims)))
@@ -452,25 +442,25 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
     elif baseline is not None:
         local = Local(baseline)
         made = {}
-        for launcher in contract.launchers(baseline.exercise):
+        for launcher in exercises.launchers(baseline.exercise):
             for n in contract.outputs(launcher):
                 made.setdefault(
                     n, local.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
                 )
         args = [
             [ins[n] if n in ins else local.tensor(made[n]) for _, n in contract.tensor_params(l)]
-            for l in contract.launchers(baseline.exercise)
+            for l in exercises.launchers(baseline.exercise)
         ]
-        fns = [getattr(baseline.launch, l.name) for l in contract.launchers(baseline.exercise)]
+        fns = [getattr(baseline.launch, l.name) for l in exercises.launchers(baseline.exercise)]
         calls["baseline"] = lambda: [f(*a) for f, a in zip(fns, args)]
-    if exercise in GEMM_ONLY + ("gemm_relu",):
+    if exercises.kind(exercise).cublas:
         c = torch.empty(dims["M"], dims["N"], device=copy_device)
         torch.backends.cuda.matmul.allow_tf32 = False
-        if exercise == "gemm_relu":
+        if exercises.kind(exercise).epilogue:
             calls["cublas"] = lambda: torch.addmm(ins["bias"], ins["A"], ins["B"], out=c).relu_()
         else:
             calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
-    elif exercise == "relu_mask":
+    elif exercises.kind(exercise).torch_pair:
         # torch's pair with the activation it saves: computed before the round, so that its backward reads
         # Y from memory as it would in training (reading the Y relu() just wrote finds part of it in L2)
         saved = torch.empty_like(ins["X"])
@@ -521,12 +511,12 @@ def _start_runner(req: dict, early: Runner | None = None) -> tuple[Runner, Remot
     if req.get("timing") and req.get("baseline_lib") and req["timing"].get("baseline_epilogue") == "own_gemm_then_pass":
         runner.load("pass", req["baseline_lib"])  # first: the submission's code has not run yet
     runner.load("sub", req["lib"])
-    missing = runner.missing("sub", [l.name for l in contract.launchers(req["exercise"])])
+    missing = runner.missing("sub", [l.name for l in exercises.launchers(req["exercise"])])
     if missing:
         runner.close()
         raise LauncherError(binding.missing_launcher_message(req["exercise"], missing[0]))
     mem = Remote(
-        runner, req["exercise"], req["backend"], device=req["exercise"] not in contract.HOST, lib_path=req["lib"]
+        runner, req["exercise"], req["backend"], device=not exercises.is_host(req["exercise"]), lib_path=req["lib"]
     )
     return runner, mem
 
@@ -695,7 +685,8 @@ def warm_up(spec: dict) -> None:
 
         dev = torch.device("cuda")
         # what this process does on the GPU in the timed rounds: draw its copy of the inputs, check sums
-        x = rng.fill_(torch.empty(64, 64, device=dev), 1, relu=spec.get("exercise") == "relu_mask")
+        relu = spec.get("exercise") in exercises.EXERCISES and "X" in _graded_inputs(spec["exercise"])
+        x = rng.fill_(torch.empty(64, 64, device=dev), 1, relu=relu)  # X is drawn as FreshRounds draws it
         checksum(x)
         bool(torch.isfinite(x).all())
         x.double().sum(0)

@@ -1,10 +1,10 @@
 import torch
 
-from grader import checks
+from grader import checks, exercises
 
 
 def _case(exercise="naive", shape=(127, 253, 61), seed=0):
-    return checks.make_case(exercise, shape, torch.Generator().manual_seed(seed))
+    return exercises.kind(exercise).make_case(shape, torch.Generator().manual_seed(seed))
 
 
 def test_inputs_are_zero_mean_and_not_symmetric():
@@ -88,7 +88,7 @@ def test_values_computed_from_reads_outside_the_inputs_are_counted_and_hinted():
     out[:, -1] = marker  # what x86 arithmetic leaves after multiplying by the guard NaN
     mm = checks.compare(c, "C", out)
     assert mm.n_oob_read == 4 and "read outside the inputs" in mm.describe(c.shape)
-    assert "read outside A or B" in checks.hint([(c.shape, mm)], [])
+    assert "read outside A or B" in checks.hint([(c.shape, mm)], [], exercises.kind("naive"))
 
 
 def test_relu_mask_of_x_ge_0_fails_and_says_why():
@@ -117,7 +117,7 @@ def _relu_outputs(c):
 
 def _hint(c, outs, exercise):
     mms = [(c.shape, m) for n, o in outs.items() if (m := checks.compare(c, n, o))]
-    return mms, checks.hint(mms, [], exercise)
+    return mms, checks.hint(mms, [], exercises.kind(exercise))
 
 
 def test_relu_backward_is_checked_against_the_graders_own_mask():
@@ -205,7 +205,7 @@ def test_scaled_inputs_pass_a_float32_gemm_and_fail_one_that_drops_small_terms()
     g = torch.Generator().manual_seed(3)
     scales = set()
     for variant in range(len(checks.GEMM_SCALES)):
-        c = checks.make_case("naive", (33, 17, 70), g, variant=variant)
+        c = exercises.kind("naive").make_case((33, 17, 70), g, variant=variant)
         a, b = c.inputs["A"], c.inputs["B"]
         assert checks.compare(c, "C", a @ b) is None, c.scale
         scales.add(c.scale)
@@ -219,20 +219,22 @@ def test_scaled_inputs_pass_a_float32_gemm_and_fail_one_that_drops_small_terms()
 
 def test_relu_special_values_have_an_exact_reference_and_arithmetic_relu_is_named():
     g = torch.Generator().manual_seed(4)
-    c = checks.make_case("relu_mask", (40, 70), g, variant=1)
+    c = exercises.kind("relu_mask").make_case((40, 70), g, variant=1)
     x = c.inputs["X"]
     assert torch.isinf(x).any() and (x.abs() > 1e38).any() and ((x != 0) & (x.abs() < 2.0**-126)).any()
     assert not torch.isnan(x).any()  # the contract leaves ReLU of NaN undefined
     assert checks.compare(c, "Y", torch.where(x > 0, x, 0.0)) is None  # inf where x is inf passes
     mm = checks.compare(c, "Y", 0.5 * (x + x.abs()))
-    assert mm is not None and "FLT_MAX" in checks.hint([(c.shape, mm)], [(1, 1), (3, 31), (17, 33)], "relu_mask")
+    assert mm is not None and "FLT_MAX" in checks.hint(
+        [(c.shape, mm)], [(1, 1), (3, 31), (17, 33)], exercises.kind("relu_mask")
+    )
 
 
 def test_the_uninitialised_local_pattern_gets_its_own_hint():
     c = _case(shape=(4, 5, 6))
     out = c.inputs["A"] @ c.inputs["B"] + checks.UNINIT_FLOAT
     mm = checks.compare(c, "C", out)
-    assert "Initialise the accumulator" in checks.hint([(c.shape, mm)], [], "naive")
+    assert "Initialise the accumulator" in checks.hint([(c.shape, mm)], [], exercises.kind("naive"))
 
 
 def test_launch_errors_get_the_cause_not_a_barrier():

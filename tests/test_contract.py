@@ -1,13 +1,13 @@
 import ctypes
 
-from grader import contract
+from grader import contract, exercises
 
 
 def test_every_exercise_has_launchers_with_a_stream_last():
-    for exercise, launchers in contract.LAUNCHERS.items():
+    for exercise, launchers in ((n, e.launchers) for n, e in exercises.EXERCISES.items()):
         assert launchers, exercise
         for l in launchers:
-            if exercise in contract.HOST:  # plain C++ on the CPU: no stream, no GPU pointer
+            if exercises.is_host(exercise):  # plain C++ on the CPU: no stream, no GPU pointer
                 assert all(t != "cudaStream_t" for t, _ in l.params)
             else:
                 assert l.params[-1] == ("cudaStream_t", "stream")
@@ -22,7 +22,7 @@ def test_gemm_signature_is_the_documented_one():
 
 
 def test_declarations_are_extern_c_and_name_every_launcher():
-    text = contract.declarations("relu_mask")
+    text = exercises.declarations("relu_mask")
     assert 'extern "C" void relu_forward(' in text and 'extern "C" void relu_backward(' in text
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import contract, timing, worker
+from grader import contract, exercises, timing, worker
 from grader.runner.memory import Local, Remote
 
 
@@ -22,7 +22,7 @@ def _setup(exercise, shape, seed=7):
 
     ins = {n: alloc(n) for n in worker._graded_inputs(exercise)}
     outs = {}
-    for launcher in contract.LAUNCHERS[exercise]:
+    for launcher in exercises.launchers(exercise):
         for name in contract.outputs(launcher):
             outs.setdefault(name, alloc(name))
     fr = worker.FreshRounds(exercise, shape, mem, ins, outs, seed)
@@ -417,7 +417,7 @@ def test_a_case_is_one_runner_request_and_its_inputs_cross_once(where):
     mod = where(binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu"))
     if not isinstance(mod, Remote):
         pytest.skip("the runner's requests")
-    case = checks.make_case("relu_mask", (70, 45), torch.Generator().manual_seed(1))
+    case = exercises.kind("relu_mask").make_case((70, 45), torch.Generator().manual_seed(1))
     ops = _counting(mod.runner)
     first = worker.run_case(mod, case.shape, case.inputs)
     sent = ops.pop("bytes sent")
@@ -431,7 +431,7 @@ def test_a_case_is_one_runner_request_and_its_inputs_cross_once(where):
 def test_a_reused_buffer_still_shows_a_write_past_its_end(where):
     """A case's next schedule reuses its buffers when their guard zones were intact: a kernel that
     writes past the end only on its second call is still caught."""
-    from grader import binding, checks
+    from grader import binding
     from grader.errors import KernelError
 
     src = (
@@ -446,7 +446,7 @@ def test_a_reused_buffer_still_shows_a_write_past_its_end(where):
     )
     assert "past<<<" in src
     mod = where(binding.load(src, "naive", backend="cpu"))
-    case = checks.make_case("naive", (9, 7, 5), torch.Generator().manual_seed(2))
+    case = exercises.kind("naive").make_case((9, 7, 5), torch.Generator().manual_seed(2))
     worker.run_case(mod, case.shape, case.inputs)
     with pytest.raises(KernelError, match="wrote past the end of C"):
         worker.run_case(mod, case.shape, case.inputs)

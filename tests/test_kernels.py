@@ -8,6 +8,7 @@ correctness checks run there too (test_cpu_backend_* below; skipped while it can
 
 from __future__ import annotations
 
+from grader import exercises
 import shutil
 import subprocess
 from pathlib import Path
@@ -61,11 +62,10 @@ def test_every_kernel_file_is_known():
 def test_compiles(name, arch, tmp_path):
     if not NVCC:
         pytest.skip("nvcc not found: compile checks skipped")
-    from grader import contract
 
     src = tmp_path / name
     # The grader prepends the contract's declarations: a wrong launcher signature fails here.
-    prelude = contract.declarations(exercise_of(name)) if exercise_of(name) else ""
+    prelude = exercises.declarations(exercise_of(name)) if exercise_of(name) else ""
     src.write_text(prelude + f'#line 1 "{name}"\n' + (KERNELS / name).read_text())
     proc = subprocess.run(
         [NVCC, f"-arch={arch}", "-O3", "--std=c++17", "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / "k.o")],

@@ -15,7 +15,7 @@ import time
 import pytest
 import torch
 
-from grader import bwrap, checks, forkserver, sandbox
+from grader import bwrap, exercises, forkserver, sandbox
 from grader.errors import CannotGrade
 
 pytestmark = pytest.mark.skipif(
@@ -72,7 +72,7 @@ def _lib(tmp_path, body: str, name: str = "probe", defines: dict | None = None) 
 
 
 def _run(lib: str, timeout: float = 60) -> sandbox.ChildRun:
-    case = checks.make_case("naive", (9, 7, 5), torch.Generator().manual_seed(0))
+    case = exercises.kind("naive").make_case((9, 7, 5), torch.Generator().manual_seed(0))
     wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
     return sandbox.run_worker(
         {"lib": lib, "exercise": "naive", "backend": "cpu", "schedules": [0]}, wire, timeout=timeout

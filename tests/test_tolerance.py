@@ -4,7 +4,7 @@ the timed size included (a kernel that used TF32 only when K >= 2048 used to pas
 import pytest
 import torch
 
-from grader import checks
+from grader import checks, exercises
 
 
 def _tf32(x: torch.Tensor) -> torch.Tensor:
@@ -24,8 +24,8 @@ def _sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def test_float32_passes_and_tf32_fails_at_every_k(k):
     gen = torch.Generator().manual_seed(k)
     shape = (4, 384, k)
-    ins = checks.random_inputs("tiled", shape, gen)
-    case = checks.make_case_from("tiled", shape, ins)
+    ins = exercises.kind("tiled").random_inputs(shape, gen)
+    case = exercises.kind("tiled").make_case_from(shape, ins)
     a, b = ins["A"], ins["B"]
     assert checks.compare(case, "C", _sequential(a, b)) is None
     assert checks.compare(case, "C", a @ b) is None  # a blocked library order

@@ -120,7 +120,7 @@ def test_the_spec():
     assert ex.baseline == "cublas" and ex.baseline_path is None
     assert ex.shapes == exercises.GEMM_SHAPES and ex.cpu_shapes == exercises.GEMM_SHAPES_SMALL
     assert ex.bench_shape == (4096, 4096, 4096)
-    assert contract.LAUNCHERS["warptile"] == contract.LAUNCHERS["register_blocked"] == (contract.GEMM,)
+    assert exercises.launchers("warptile") == exercises.launchers("register_blocked") == (contract.GEMM,)
     # calibrated on the H200 (2026-12-02): 80 % of the slower of the two solutions' fractions of cuBLAS
     shipped = exercises.SHIPPED_SPEEDUP_H200["warptile"]
     assert (
@@ -191,7 +191,7 @@ def test_time_kernels_times_cublas_as_the_baseline(monkeypatch):
     req = {"shape": [37, 29, 41], "seed": 5, "baseline": "cublas", "max_seconds": 0.0}
     times, rounds = worker.time_kernels(mod, None, req)
     assert set(times) == {"kernel", "cublas"} and rounds.failure is None, rounds.failure
-    assert worker.GEMM_ONLY.count("warptile") == 1  # so every round's column sums are checked too
+    assert exercises.kind("warptile").linear  # so every round's column sums are checked too
     ex = exercises.get("warptile")
     res = grade.Result("warptile", "cuda", compiled=True, correct=True, threshold=ex.threshold)
     # the host clock timed the CPU backend (and the host's load), which the fake events do not see: fake it too,
@@ -212,7 +212,7 @@ def test_notebook_kernel_compiles(arch, tmp_path):
     from grader.toolchain import find_nvcc
 
     src = tmp_path / "09_beyond.cu"
-    src.write_text(contract.declarations("warptile") + '#line 1 "09_beyond.cu"\n' + notebook_kernel())
+    src.write_text(exercises.declarations("warptile") + '#line 1 "09_beyond.cu"\n' + notebook_kernel())
     proc = subprocess.run(
         [
             find_nvcc(),

@@ -196,7 +196,7 @@ class Remote:
     def __init__(self, runner: Runner, exercise: str, backend: str, device: bool = True, lib_path: str = ""):
         self.runner, self.exercise, self.backend = runner, exercise, backend
         self.device = torch.device("cpu")  # reads arrive in this process's memory
-        self.device_memory = device  # the CPU runtime treats the buffers as device memory (not contract.HOST)
+        self.device_memory = device  # the CPU runtime treats the buffers as device memory (not host code)
         self.build = SimpleNamespace(path=Path(lib_path), key=Path(lib_path).parent.name)  # grader.profile's sites
         self._lib = _EmuLib(runner)  # the CPU runtime's own API, as grader.profile calls it
         # buffers whose guard zones were found intact after the last call of the submission's code (a
@@ -303,11 +303,9 @@ def _params(fn: str) -> tuple[tuple[str, str], ...]:
     """A launcher's (C type, name) parameters, by name, from the contract (names are unique there)."""
     from .. import contract
 
-    for group in (contract.LAUNCHERS, contract.BASELINE_LAUNCHERS, contract.TIMING_LAUNCHERS):
-        for launchers in group.values():
-            for launcher in launchers:
-                if launcher.name == fn:
-                    return launcher.params
+    for launcher in contract.ALL_LAUNCHERS:
+        if launcher.name == fn:
+            return launcher.params
     raise KeyError(f"no launcher {fn!r} in the contract")
 
 

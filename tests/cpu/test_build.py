@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cpu_helpers import Lib, build, line_of
-from grader.contract import declarations
+from grader.exercises import declarations
 from grader.cpu import sanitizer_env, toolchain_id
 from grader.cpu.build import NotOnCpu
 from grader.errors import CannotGrade, CompileError
