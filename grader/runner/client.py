@@ -89,6 +89,7 @@ class Runner:
         if "fatal" in first:
             self.close()
             raise RunnerFailed(first["fatal"])
+        self.view = str(first.get("view", "?"))  # '' when it runs in its own file-system view, else why not
 
     # ------------------------------------------------------------------ wire
     def _recv(self) -> dict:
