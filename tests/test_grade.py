@@ -82,6 +82,7 @@ CPU_EXPECT = {
     ),
     "forbidden_dlopen.cu": (False, False, False, r"^forbidden: .*\n.*:4: dlopen: loading libraries"),
     "borrow_interpreter.cu": (False, False, False, r"^forbidden: (.*\n)*.*dlsym: loading libraries"),
+    "borrow_library_files.cu": (False, False, False, r"^forbidden: (.*\n)*.*<dlfcn\.h>: loading libraries"),
     "empty.cu": (False, False, False, r"^empty\.cu is empty"),
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
     # bugs only the shapes drawn from the seed meet (grader.shapes); the seed is in the message

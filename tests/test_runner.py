@@ -117,3 +117,11 @@ def test_the_kernels_printf_reaches_the_verdicts_output(tmp_path):
     r = grade.grade("naive", path, backend="cpu", time_it=False)
     assert r.correct, r.message
     assert "hello from the kernel" in r.output
+
+
+def test_a_kernel_that_looks_for_libraries_on_disk_finds_none():
+    """tests/submissions/borrow_library_files.cu looks for libpython, Python's standard library, torch's and cuBLAS's
+    libraries (dlopen by name, opendir of the usual folders) and does the work only when it finds one. In the
+    worker's view of the file system it found them and passed; in the runner's own view there is nothing."""
+    r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cpu", scan=False, time_it=False)
+    assert r.compiled and not r.correct and "never written" in r.message, r.message
