@@ -171,9 +171,13 @@ class Runner:
         after: int = 0,
         cols: int = 0,
         data: np.ndarray | None = None,
+        device: bool = False,
     ) -> None:
+        """device: a CUDA exercise's buffer; on the CPU backend it is the runtime's device memory, which the
+        launcher's host code cannot touch (it faults, and the call fails), as on a GPU."""
         arrays = {"data": np.ascontiguousarray(data).view(np.int32).reshape(-1)} if data is not None else None
-        self.request("alloc", arrays, id=id, n=int(n), before=before, after=after, word=_word(word), cols=int(cols))
+        meta = dict(id=id, n=int(n), before=before, after=after, word=_word(word), cols=int(cols), device=device)
+        self.request("alloc", arrays, **meta)
 
     def fill(self, id: str, word: int) -> None:
         self.request("fill", id=id, word=_word(word))

@@ -168,7 +168,9 @@ class Remote:
         h = Handle(name, tuple(shape), dtype, before, after, {"guard": word})
         data = None if content is None else content.detach().cpu().contiguous().numpy()
         cols = shape[-1] if len(shape) == 2 else 0
-        self.runner.alloc(name, h.numel, word, before=before, after=after, cols=cols, data=data)
+        self.runner.alloc(
+            name, h.numel, word, before=before, after=after, cols=cols, data=data, device=self.device_memory
+        )
         return h
 
     def _tensor(self, words: np.ndarray, h: Handle, shape) -> torch.Tensor:

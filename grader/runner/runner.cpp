@@ -320,6 +320,7 @@ struct Buffer {
     char* base = nullptr;   // the whole allocation: before + n + after 4-byte words
     size_t before = 0, n = 0, after = 0;
     long long cols = 0;     // the last dimension (the CPU backend's diagnostics name elements by row, col)
+    struct Library* owner = nullptr;  // CPU backend: the library whose runtime allocated it as device memory
     char* inner() const { return base + 4 * before; }
     size_t bytes() const { return 4 * (before + n + after); }
 };
@@ -387,14 +388,7 @@ static void from_dev(void* dst, const char* src, size_t n) {
 #endif
 }
 
-static void release(Buffer& b) {
-#ifdef RUNNER_CUDA
-    cudaFree(b.base);
-#else
-    munmap(b.base, b.bytes());
-#endif
-    b.base = nullptr;
-}
+static void release(Buffer& b);
 
 static Buffer& buffer(const std::string& id) {
     auto it = BUFFERS.find(id);
@@ -416,8 +410,36 @@ struct Library {
     void (*expect_stream)(void*) = nullptr;  // the CPU runtime: launches on any other stream are an error
     // the CPU runtime: the allocation around each buffer (its guard zones), where a kernel's read is out of bounds
     void (*set_allocations)(int, const unsigned long long*, const unsigned long long*) = nullptr;
+    // the CPU runtime's device memory (globals.cpp): PROT_NONE while no kernel of its runs, open between access(1)
+    // and access(0), so that the launcher's host code faults on it, by whatever route it reads or writes
+    void* (*device_alloc)(unsigned long long) = nullptr;
+    void (*device_free)(void*) = nullptr;
+    void (*device_access)(int) = nullptr;
 };
 static std::map<std::string, Library> LIBS;
+// CPU backend: the submission's library, whose runtime holds a CUDA exercise's buffers as device memory
+static Library* DEVICE_OWNER = nullptr;
+
+// While one lives, the runner itself (or a trusted library: gemm_relu's separate pass) may touch device memory.
+struct DeviceAccess {
+    Library* lib;
+    explicit DeviceAccess(bool open) : lib(open && DEVICE_OWNER ? DEVICE_OWNER : nullptr) {
+        if (lib) lib->device_access(1);
+    }
+    ~DeviceAccess() {
+        if (lib) lib->device_access(0);
+    }
+};
+
+static void release(Buffer& b) {
+#ifdef RUNNER_CUDA
+    cudaFree(b.base);
+#else
+    if (b.owner) b.owner->device_free(b.base);
+    else munmap(b.base, b.bytes());
+#endif
+    b.base = nullptr;
+}
 
 // Where libraries are written inside the runner's own view (enter_view; "": none, they load from memory): there,
 // /proc/self/fd/N names the runner's descriptor, which the CPU runtime's addr2line child may not open.
@@ -447,6 +469,9 @@ static Library load_library(const std::string& name, const Array& bytes) {
     lib.set_outputs = (decltype(lib.set_outputs))dlsym(lib.handle, "cuda_emu_set_outputs");
     lib.expect_stream = (decltype(lib.expect_stream))dlsym(lib.handle, "cuda_emu_expect_stream");
     lib.set_allocations = (decltype(lib.set_allocations))dlsym(lib.handle, "cuda_emu_set_allocations");
+    lib.device_alloc = (decltype(lib.device_alloc))dlsym(lib.handle, "cuda_emu_device_alloc");
+    lib.device_free = (decltype(lib.device_free))dlsym(lib.handle, "cuda_emu_device_free");
+    lib.device_access = (decltype(lib.device_access))dlsym(lib.handle, "cuda_emu_device_access");
     return lib;
 }
 
@@ -534,6 +559,7 @@ static void name_buffers(Call& c, bool device) {
 
 static void invoke(Call& c, bool device) {
 #ifndef RUNNER_CUDA
+    DeviceAccess trusted(c.lib != DEVICE_OWNER);  // another library's kernels: the submission's runtime lets them in
     name_buffers(c, device);
     if (c.lib->expect_stream) c.lib->expect_stream(stream_handle());
 #else
@@ -753,6 +779,10 @@ static Reply handle(const Message& m) {
     std::string op = q.s("op");
     Reply r;
     bool device = q.flag("device");
+#ifndef RUNNER_CUDA
+    // the runner's own reads and writes of device memory (calls open it for their kernels only)
+    DeviceAccess runner_side(op != "call" && op != "time" && op != "emu");
+#endif
     if (op == "confine") {  // program: the worker's seccomp filter for this process (grader/seccomp.py)
         auto it = m.arrays.find("program");
         if (it == m.arrays.end() || it->second.bytes.size() % sizeof(sock_filter)) throw std::runtime_error("confine: bad program");
@@ -764,6 +794,7 @@ static Reply handle(const Message& m) {
         if (it == m.arrays.end()) throw std::runtime_error("load without bytes");
         Library& lib = LIBS[q.s("lib")] = load_library(q.s("lib"), it->second);
         if (lib.last_error) lib.last_error();  // its own CUDA runtime starts (and loads its modules) now, ungated
+        if (q.s("lib") == "sub" && lib.device_alloc && lib.device_free && lib.device_access) DEVICE_OWNER = &lib;
     } else if (op == "symbols") {  // {lib, names}: which of them the library lacks
         Library& lib = library(q.s("lib"));
         std::string missing = "[";
@@ -784,9 +815,15 @@ static Reply handle(const Message& m) {
 #ifdef RUNNER_CUDA
         cuda_ok(cudaMalloc(&b.base, b.bytes() ? b.bytes() : 4), "allocate");
 #else
-        void* p = mmap(nullptr, b.bytes() ? b.bytes() : 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::runtime_error("out of memory");
-        b.base = (char*)p;
+        if (device && DEVICE_OWNER) {  // {device}: a CUDA exercise's buffer, in the runtime's device memory
+            b.owner = DEVICE_OWNER;
+            b.base = (char*)b.owner->device_alloc(b.bytes() ? b.bytes() : 4);
+            if (!b.base) throw std::runtime_error("out of memory");
+        } else {
+            void* p = mmap(nullptr, b.bytes() ? b.bytes() : 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) throw std::runtime_error("out of memory");
+            b.base = (char*)p;
+        }
 #endif
         dev_fill(b.base, b.before + b.n + b.after, (uint32_t)q.i("word"));
         auto it = m.arrays.find("data");
