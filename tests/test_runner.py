@@ -123,5 +123,9 @@ def test_a_kernel_that_looks_for_libraries_on_disk_finds_none():
     """tests/submissions/borrow_library_files.cu looks for libpython, Python's standard library, torch's and cuBLAS's
     libraries (dlopen by name, opendir of the usual folders) and does the work only when it finds one. In the
     worker's view of the file system it found them and passed; in the runner's own view there is nothing."""
+    probe = Runner(str(runner_binary("cpu")), "cpu")
+    probe.close()
+    if probe.view:
+        pytest.skip(f"the runner cannot make a view of its own here: {probe.view}")
     r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cpu", scan=False, time_it=False)
     assert r.compiled and not r.correct and "never written" in r.message, r.message

@@ -1146,22 +1146,28 @@ static std::string build_view(const std::vector<std::string>& files) {
     return "";
 }
 
-// '' once the runner is in its own view, else why it is not (the view it has is then the worker's).
-static std::string enter_view() {
+// Step 1, while the process has one thread (a user namespace cannot be entered later: the CUDA driver starts
+// threads): its own user and mount namespaces, the same ids inside. '' or why not.
+static std::string leave_namespaces() {
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    std::vector<std::string> files = view_files();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS)) return view_error("unshare");
     if (!write_file("/proc/self/setgroups", "deny") ||
         !write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
         !write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
         return view_error("user namespace id map");
-    std::string err = mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ? view_error("private") : build_view(files);
+    return mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ? view_error("private mounts") : "";
+}
+
+// Step 2, once the GPU's context is up (the driver is loaded): the view. '' once the runner is in it.
+static std::string enter_view(const std::string& namespaces) {
+    std::string err = namespaces.empty() ? build_view(view_files()) : namespaces;
     drop_capabilities();  // those of the new user namespace (the runner had none outside it)
     return err;
 }
 #else
-static std::string enter_view() { return "built without it (RUNNER_NO_VIEW)"; }
+static std::string leave_namespaces() { return "built without it (RUNNER_NO_VIEW)"; }
+static std::string enter_view(const std::string& namespaces) { return namespaces; }
 #endif
 
 int main(int argc, char** argv) {
@@ -1174,6 +1180,11 @@ int main(int argc, char** argv) {
         OUT_FD = atoi(argv[2]);
     }
     if (argc > 3 && getppid() != atoi(argv[3])) return 5;  // the worker died before we asked to die with it
+    // new credentials clear the death signal and the dumpable flag: set both again
+    std::string namespaces = leave_namespaces();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_DUMPABLE, 0);
+    if (argc > 3 && getppid() != atoi(argv[3])) return 5;
 #ifdef RUNNER_CUDA
     // Every module of a library loads with it, not at its kernel's first launch: a lazy load inside a
     // checked call would wait behind the gate on the default stream (the stream contract, above).
@@ -1187,11 +1198,8 @@ int main(int argc, char** argv) {
         return 0;
     }
 #endif
-    // the view replaces its credentials, which clears the death signal and the dumpable flag: set both again
-    std::string view = enter_view();
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::string view = enter_view(namespaces);
     prctl(PR_SET_DUMPABLE, 0);
-    if (argc > 3 && getppid() != atoi(argv[3])) return 5;
     Reply ready;
     ready.meta = obj({{"ready", "true"}, {"view", quote(view)}});
     send(ready);
