@@ -13,7 +13,9 @@ Inside it the worker (or grader.forkserver's template, whose children inherit it
     installation in use is bound back read-only wherever it lives.
   - a fresh /dev with only the basics (null, zero, random, ...) and the GPU's nodes
     (/dev/nvidia*, /dev/nvidia-uvm*, /dev/nvidiactl, /dev/nvidia-caps); /dev/shm read-only;
-  - no capabilities; it dies with the process that started it.
+  - no capabilities; it dies with the process that started it; a uid other than 0 inside (SANDBOX_UID when
+    the grader runs as root), so that the native runner can make a user namespace and a file-system view
+    of its own (grader/runner/runner.cpp: libc, the CUDA driver, no Python, no torch, no cuBLAS).
 Its only writable place is the private scratch directory grader.sandbox passes it as an open
 descriptor (its working directory), and the library it grades arrives as bytes with its request
 (loaded from memory), so nothing of another submission is on its file system.
@@ -37,6 +39,7 @@ PACKAGE = Path(__file__).resolve().parent  # grader/: the only part of it the wo
 HIDDEN = ("/tmp", "/var/tmp", "/run", "/root", "/home", "/mnt", "/media", "/srv")
 GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia-caps")
 INSTALL = "apt-get install bubblewrap"
+SANDBOX_UID = 1000  # the worker's uid inside the sandbox when the grader runs as root (any but 0: _as_user)
 
 
 def mode() -> str:
@@ -121,6 +124,7 @@ def command(hide: list[str] | tuple = ()) -> list[str]:
         "--new-session",
         "--cap-drop",
         "ALL",
+        *_as_user(),
         "--ro-bind",
         "/",
         "/",
@@ -144,6 +148,16 @@ def command(hide: list[str] | tuple = ()) -> list[str]:
     for path in [*hidden, "/dev/shm"]:
         args += ["--remount-ro", path]
     return args + ["--chdir", "/", "--"]
+
+
+def _as_user() -> list[str]:
+    """Run as root, the grader's worker is root in its namespace too, and a process that is root there without
+    capabilities may not map uid 0 into a user namespace of its own (Linux 5.12+ wants CAP_SETFCAP): the runner
+    could not make its file-system view (grader/runner/runner.cpp). As SANDBOX_UID it can; outside, it is
+    still this uid, so it reads and writes what it did."""
+    if os.geteuid() != 0:
+        return []
+    return ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
 
 
 def describe() -> str:

@@ -111,6 +111,8 @@ def _child_env(gpu: int | None = None) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith("GRADER_") and (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES))
     }
+    if "GRADER_RUNNER_VIEW" in os.environ:  # the one setting the worker reads: its runner's view (runner/client.py)
+        env["GRADER_RUNNER_VIEW"] = os.environ["GRADER_RUNNER_VIEW"]
     if gpu is not None:  # batch: one worker per GPU
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = visible.split(",") if visible else None

@@ -82,6 +82,7 @@ CPU_EXPECT = {
     ),
     "forbidden_dlopen.cu": (False, False, False, r"^forbidden: .*\n.*:4: dlopen: loading libraries"),
     "borrow_interpreter.cu": (False, False, False, r"^forbidden: (.*\n)*.*dlsym: loading libraries"),
+    "borrow_library_files.cu": (False, False, False, r"^forbidden: (.*\n)*.*<dlfcn\.h>: loading libraries"),
     "empty.cu": (False, False, False, r"^empty\.cu is empty"),
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
     # bugs only the shapes drawn from the seed meet (grader.shapes); the seed is in the message
@@ -170,6 +171,19 @@ CPU_EXPECT = {
         False,
         False,
         r"the launcher's host code read A \(device memory\) at host_side_gemm\.cu:11: on a GPU that read faults",
+    ),
+    # host code outside the instrumentation: the runner's buffers are the runtime's device memory, which faults
+    "host_unhooked_write.cu": (
+        True,
+        False,
+        False,
+        r"the launcher's host code wrote C \(device memory\) at host_unhooked_write\.cu:19: on a GPU that write faults",
+    ),
+    "host_unhooked_read.cu": (
+        True,
+        False,
+        False,
+        r"the launcher's host code read A \(device memory\) at host_unhooked_read\.cu:22: on a GPU that read faults",
     ),
     "host_memcpy_gemm.cu": (
         True,
@@ -448,6 +462,8 @@ GPU_ANY_FAILURE = {
     "fast_path_k32.cu",
     "pipeline_misaligned.cu",  # a GPU's launch error: 'misaligned address'
     "host_side_gemm.cu",  # host code reading device memory: a crash
+    "host_unhooked_read.cu",
+    "host_unhooked_write.cu",
     "host_memcpy_gemm.cu",  # correct, but far too slow (or a time-out) at the timed size
     "block0_does_all_uncoalesced.cu",  # one block does all the work: far too slow
     "middle_block_does_all_uncoalesced.cu",

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from grader import grade
-from grader.runner import rng
+from grader.runner import client, rng
 from grader.runner.build import runner_binary
 from grader.runner.client import Runner, RunnerFailed
 from grader.runner.memory import checksum
@@ -117,3 +117,28 @@ def test_the_kernels_printf_reaches_the_verdicts_output(tmp_path):
     r = grade.grade("naive", path, backend="cpu", time_it=False)
     assert r.correct, r.message
     assert "hello from the kernel" in r.output
+
+
+def test_a_kernel_that_looks_for_libraries_on_disk_finds_none():
+    """tests/submissions/borrow_library_files.cu looks for libpython, Python's standard library, torch's and cuBLAS's
+    libraries (dlopen by name, opendir of the usual folders) and does the work only when it finds one. In the
+    worker's view of the file system it found them and passed; in the runner's own view there is nothing."""
+    probe = Runner(str(runner_binary("cpu")), "cpu")
+    probe.close()
+    if probe.view:
+        pytest.skip(f"the runner cannot make a view of its own here: {probe.view}")
+    r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cpu", scan=False, time_it=False)
+    assert r.compiled and not r.correct and "never written" in r.message, r.message
+
+
+def test_the_view_can_be_switched_off(monkeypatch):
+    """GRADER_RUNNER_VIEW=0: the runner stays in the worker's view and says so (the switch a GPU's first
+    run of the view needs, and the default there until it has run on one)."""
+    monkeypatch.setenv("GRADER_RUNNER_VIEW", "0")
+    r = Runner(str(runner_binary("cpu")), "cpu")
+    r.close()
+    assert r.view == "off (GRADER_RUNNER_VIEW)"
+    monkeypatch.delenv("GRADER_RUNNER_VIEW")
+    assert client.view_wanted("cpu") and not client.view_wanted("cuda")
+    monkeypatch.setenv("GRADER_RUNNER_VIEW", "1")
+    assert client.view_wanted("cuda")

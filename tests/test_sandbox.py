@@ -54,12 +54,12 @@ static void gemm_work(const float* A, const float* B, float* C, int M, int N, in
 """
 
 
-def _lib(tmp_path, body: str, name: str = "probe", defines: dict | None = None) -> str:
+def _lib(tmp_path, body: str, name: str = "probe", defines: dict | None = None, prelude: str = "") -> str:
     d = tmp_path / name
     d.mkdir(exist_ok=True)
     src = d / "k.cpp"
     src.write_text(
-        PRELUDE + 'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, '
+        prelude + PRELUDE + 'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, '
         "void*) {\n" + body + "\n}\n"
     )
     flags = [f'-D{k}="{v}"' if isinstance(v, str) else f"-D{k}={v}" for k, v in (defines or {}).items()]
@@ -134,10 +134,58 @@ def test_the_worker_runs_in_the_sandbox(tmp_path, launcher, monkeypatch):
     assert p["secret-readable"] != "yes", p  # $HOME hidden
     assert p["cache-entries"] == "none" and p["home-entries"] == "none", p  # other students' builds hidden
     assert p["outer-pid-visible"] != "yes" and p["few-pids"] == "yes", p  # its own PID namespace
-    assert p["scratch-writable"] == "yes" and p["scratch-was-empty"] == "yes", p
+    # the launcher runs in the native runner, whose own view (grader/runner/runner.cpp) has no writable place,
+    # not even the worker's scratch
+    assert p["scratch-writable"] != "yes" and p["scratch-was-empty"] == "no", p
     assert p["tmp-writable"] != "yes" and p["shm-writable"] != "yes" and p["root-writable"] != "yes", p
     assert p["devices"] == "basics", p  # a fresh /dev: the basics (and GPU nodes where there are)
     assert sandbox.launcher_name().endswith("+ bwrap")
+
+
+def _borrowable() -> dict[str, str]:
+    """What a kernel could load to do its work for it, as this process finds it: libpython, Python's
+    standard library, torch's libraries, cuBLAS (where installed), the course's kernels."""
+    import glob
+    import sys
+    import sysconfig
+
+    found = {
+        "libpython": os.path.join(
+            sysconfig.get_config_var("LIBDIR") or "", sysconfig.get_config_var("LDLIBRARY") or ""
+        ),
+        "stdlib": os.path.dirname(os.__file__),
+        "torch-lib": os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"),
+        "python": os.path.realpath(sys.executable),
+        "kernels": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels"),
+    }
+    found |= {
+        f"cublas{i}": p
+        for i, p in enumerate(
+            glob.glob(os.path.join(sys.prefix, "lib", "*", "site-packages", "nvidia", "cublas", "lib", "libcublas.so*"))
+        )
+    }
+    return {k: p for k, p in found.items() if os.path.exists(p)}
+
+
+@BWRAP
+def test_the_kernels_process_sees_only_its_own_files(tmp_path, launcher, monkeypatch):
+    """Inside bubblewrap the worker sees Python, torch and cuBLAS (it imports them); the native runner, where
+    the launcher runs, has a view of its own: the launcher can open or load none of them (a kernel reaches
+    open and dlopen by walking libc from `printf`; this one calls them by name)."""
+    monkeypatch.setenv("GRADER_SANDBOX", "bwrap")
+    targets = _borrowable()
+    assert {"libpython", "stdlib", "torch-lib", "kernels"} <= set(targets), targets
+    body = "".join(
+        f'say("{k}", open("{p}", O_RDONLY) >= 0 || dlopen("{p}", RTLD_LAZY) ? "reachable" : "absent");\n'
+        for k, p in targets.items()
+    )
+    body += 'say("root-entries", std::to_string(entries("/")).c_str());\ngemm_work(A, B, C, M, N, K);'
+    lib = _lib(tmp_path, body, "files", prelude="#include <dlfcn.h>\n#include <fcntl.h>\n#include <string>\n")
+    run = _run(lib)
+    p = _probes(run)
+    assert run.returncode == 0 and len(run.messages) == 1, run.output
+    assert {k: p.get(k) for k in targets} == dict.fromkeys(targets, "absent"), p
+    assert int(p["root-entries"]) < 12, p  # bin, dev, lib, lib64, libraries, proc, sys, usr
 
 
 def test_required_sandbox_without_bwrap_refuses_to_grade(monkeypatch, tmp_path):
@@ -152,7 +200,7 @@ def test_without_the_sandbox_the_scratch_is_still_private(tmp_path, launcher, mo
     lib = _lib(
         tmp_path,
         r"""
-        say("scratch-was-empty", entries(".") == 0 ? "yes" : "no");
+        say("scratch-was-empty", entries(".") == 0 || access("/libraries", F_OK) == 0 ? "yes" : "no");  // or own view
         FILE* f = fopen("left-behind", "w"); if (f) fclose(f);
         say("tmpdir", getenv("TMPDIR") ? getenv("TMPDIR") : "unset");
         gemm_work(A, B, C, M, N, K);""",

@@ -300,6 +300,7 @@ struct Span {
     int line = 0;
     const char* name = nullptr;
     size_t mapped = 0;  // a cudaMalloc block of its own pages (mmap): [lo, lo + mapped), a PROT_NONE page after
+    bool buffer = false;  // the caller's (cuda_emu_device_alloc: the runner's buffers), not the launcher's scratch
 };
 // cudaMalloc's blocks (line: the cudaMalloc's), and the __device__ / __constant__ variables (name: theirs)
 std::vector<Span> g_blocks;
@@ -793,6 +794,7 @@ void globals_new_launch() {
     g_outputs.resize(g_n_outputs);
     g_outputs.reserve(g_n_outputs + g_blocks.size());
     for (const Span& blk : g_blocks) {
+        if (blk.buffer) continue;  // the runner's buffers: watched as the launch's outputs and inputs, when they are
         g_outputs.push_back(Output{blk.lo, blk.hi, blk.name ? blk.name : "", 0, true, blk.line});
         g_out_lo = std::min(g_out_lo, blk.lo);
         g_out_hi = std::max(g_out_hi, blk.hi);
@@ -954,7 +956,9 @@ extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept
 // The caller's device memory (grader's native runner): what cudaMalloc, cudaFree and an unchecked cudaMemcpy do,
 // for a caller that reaches this runtime through the kernel library (dlsym), not through cuda_emu.h.
 extern "C" __attribute__((visibility("default"))) void* cuda_emu_device_alloc(unsigned long long bytes) {
-    return cuda_emu::device_malloc((size_t)bytes, 0);
+    void* p = cuda_emu::device_malloc((size_t)bytes, 0);
+    if (p) cuda_emu::g_blocks.back().buffer = true;
+    return p;
 }
 extern "C" __attribute__((visibility("default"))) void cuda_emu_device_free(void* p) { cuda_emu::device_free(p); }
 extern "C" __attribute__((visibility("default"))) void cuda_emu_device_copy(void* dst, const void* src,

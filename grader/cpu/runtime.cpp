@@ -10,6 +10,8 @@
 //                                unsigned long long bytes)      the copy is the runtime's own: never reported;
 //                                                              globals.cpp. One allocation per buffer, guard zones
 //                                                              inside it: a kernel's read in them is reported
+//     void  cuda_emu_device_access(int open)                    open (1) and close (0) device memory for the caller's
+//                                                              own accesses, or a trusted library's kernels (they nest)
 //   each call, in this order:
 //     cuda_emu_set_buffers(n, names, ptrs, bytes)               the buffers' names for the access profile
 //                                                              (profile.cpp); the inner extent, without guards
@@ -1016,4 +1018,11 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_expect_stream(cu
     using namespace cuda_emu;
     g_expected_stream = s;
     g_expecting = s != nullptr;
+}
+
+// The caller's own accesses to device memory (the native runner's fills, reads and checks; another library's kernels,
+// which this runtime does not see launch): open between cuda_emu_device_access(1) and (0), which nest.
+extern "C" __attribute__((visibility("default"))) void cuda_emu_device_access(int open) {
+    if (open) cuda_emu::device_open();
+    else cuda_emu::device_close();
 }

@@ -71,7 +71,7 @@ class Runner:
         keep = [int(binary.rsplit("/", 1)[1])] if binary.startswith("/proc/self/fd/") else []
         try:
             self.proc = subprocess.Popen(
-                [binary, str(req_r), str(rep_w), str(os.getpid())],
+                [binary, str(req_r), str(rep_w), str(os.getpid()), "view" if view_wanted(backend) else "noview"],
                 pass_fds=fds + keep,
                 stdin=subprocess.DEVNULL,
                 # the kernel's printf and the CPU runtime's reports go where this process's stderr goes (the
@@ -89,6 +89,7 @@ class Runner:
         if "fatal" in first:
             self.close()
             raise RunnerFailed(first["fatal"])
+        self.view = str(first.get("view", "?"))  # '' when it runs in its own file-system view, else why not
 
     # ------------------------------------------------------------------ wire
     def _recv(self) -> dict:
@@ -170,9 +171,13 @@ class Runner:
         after: int = 0,
         cols: int = 0,
         data: np.ndarray | None = None,
+        device: bool = False,
     ) -> None:
+        """device: a CUDA exercise's buffer; on the CPU backend it is the runtime's device memory, which the
+        launcher's host code cannot touch (it faults, and the call fails), as on a GPU."""
         arrays = {"data": np.ascontiguousarray(data).view(np.int32).reshape(-1)} if data is not None else None
-        self.request("alloc", arrays, id=id, n=int(n), before=before, after=after, word=_word(word), cols=int(cols))
+        meta = dict(id=id, n=int(n), before=before, after=after, word=_word(word), cols=int(cols), device=device)
+        self.request("alloc", arrays, **meta)
 
     def fill(self, id: str, word: int) -> None:
         self.request("fill", id=id, word=_word(word))
@@ -246,6 +251,18 @@ class Runner:
             else:
                 wire.append(int(a))
         return self.request("emu", arrays or None, lib=lib, fn=fn, args=wire, ret=ret).get("value")
+
+
+def view_wanted(backend: str) -> bool:
+    """Does the runner leave the worker's file-system view for its own? GRADER_RUNNER_VIEW=1 or 0 says;
+    by default yes on the CPU backend, not yet on a GPU: there the CUDA driver must keep working inside
+    the view (a pivot_root after the context is up), which has not yet been run on one."""
+    v = os.environ.get("GRADER_RUNNER_VIEW", "").strip().lower()
+    if v in ("1", "on", "yes", "true"):
+        return True
+    if v in ("0", "off", "no", "false"):
+        return False
+    return backend != "cuda"
 
 
 def _above_stdio(fd: int) -> int:

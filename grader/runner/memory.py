@@ -228,7 +228,9 @@ class Remote:
         h = Handle(name, tuple(shape), dtype, before, after, {"guard": word})
         data = None if content is None else content.detach().cpu().contiguous().numpy()
         cols = shape[-1] if len(shape) == 2 else 0
-        self.runner.alloc(name, h.numel, word, before=before, after=after, cols=cols, data=data)
+        self.runner.alloc(
+            name, h.numel, word, before=before, after=after, cols=cols, data=data, device=self.device_memory
+        )
         self._clean.discard(name)
         self._geometry.pop(name, None)
         return h
@@ -388,7 +390,16 @@ class _RemoteBatch:
             self._queue("fill", {"id": name, "word": _bits(word)})  # its guard zones hold `word` already
         else:
             self._queue(
-                "alloc", {"id": name, "n": h.numel, "before": before, "after": after, "word": _bits(word), "cols": cols}
+                "alloc",
+                {
+                    "id": name,
+                    "n": h.numel,
+                    "before": before,
+                    "after": after,
+                    "word": _bits(word),
+                    "cols": cols,
+                    "device": mem.device_memory,
+                },
             )
             mem._geometry[name] = geometry
         mem._clean.discard(name)

@@ -19,6 +19,10 @@
 // Requests (meta.op) and replies: see grader/runner/client.py, which is the only caller.
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <link.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <errno.h>
@@ -27,9 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -313,6 +323,7 @@ struct Buffer {
     char* base = nullptr;   // the whole allocation: before + n + after 4-byte words
     size_t before = 0, n = 0, after = 0;
     long long cols = 0;     // the last dimension (the CPU backend's diagnostics name elements by row, col)
+    struct Library* owner = nullptr;  // CPU backend: the library whose runtime allocated it as device memory
     char* inner() const { return base + 4 * before; }
     size_t bytes() const { return 4 * (before + n + after); }
 };
@@ -381,14 +392,7 @@ static void from_dev(void* dst, const char* src, size_t n) {
 #endif
 }
 
-static void release(Buffer& b) {
-#ifdef RUNNER_CUDA
-    cudaFree(b.base);
-#else
-    munmap(b.base, b.bytes());
-#endif
-    b.base = nullptr;
-}
+static void release(Buffer& b);
 
 static Buffer& buffer(const std::string& id) {
     auto it = BUFFERS.find(id);
@@ -410,19 +414,54 @@ struct Library {
     void (*expect_stream)(void*) = nullptr;  // the CPU runtime: launches on any other stream are an error
     // the CPU runtime: the allocation around each buffer (its guard zones), where a kernel's read is out of bounds
     void (*set_allocations)(int, const unsigned long long*, const unsigned long long*) = nullptr;
+    // the CPU runtime's device memory (globals.cpp): PROT_NONE while no kernel of its runs, open between access(1)
+    // and access(0), so that the launcher's host code faults on it, by whatever route it reads or writes
+    void* (*device_alloc)(unsigned long long) = nullptr;
+    void (*device_free)(void*) = nullptr;
+    void (*device_access)(int) = nullptr;
 };
 static std::map<std::string, Library> LIBS;
+// CPU backend: the submission's library, whose runtime holds a CUDA exercise's buffers as device memory
+static Library* DEVICE_OWNER = nullptr;
+
+// While one lives, the runner itself (or a trusted library: gemm_relu's separate pass) may touch device memory.
+struct DeviceAccess {
+    Library* lib;
+    explicit DeviceAccess(bool open) : lib(open && DEVICE_OWNER ? DEVICE_OWNER : nullptr) {
+        if (lib) lib->device_access(1);
+    }
+    ~DeviceAccess() {
+        if (lib) lib->device_access(0);
+    }
+};
+
+static void release(Buffer& b) {
+#ifdef RUNNER_CUDA
+    cudaFree(b.base);
+#else
+    if (b.owner) b.owner->device_free(b.base);
+    else munmap(b.base, b.bytes());
+#endif
+    b.base = nullptr;
+}
+
+// Where libraries are written inside the runner's own view (enter_view; "": none, they load from memory): there,
+// /proc/self/fd/N names the runner's descriptor, which the CPU runtime's addr2line child may not open.
+static std::string LIBRARY_DIR;
 
 static Library load_library(const std::string& name, const Array& bytes) {
-    int fd = memfd_create(name.c_str(), 0);
-    if (fd < 0) throw std::runtime_error("memfd_create failed");
+    static int loaded = 0;
+    std::string file = LIBRARY_DIR + "/" + std::to_string(++loaded) + ".so";
+    int fd = LIBRARY_DIR.empty() ? memfd_create(name.c_str(), 0) : open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
+    if (fd < 0) throw std::runtime_error("could not store the library");
     size_t off = 0;
     while (off < bytes.bytes.size()) {
         ssize_t put = write(fd, bytes.bytes.data() + off, bytes.bytes.size() - off);
         if (put <= 0) throw std::runtime_error("could not write the library to memory");
         off += (size_t)put;
     }
-    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    std::string path = LIBRARY_DIR.empty() ? "/proc/self/fd/" + std::to_string(fd) : file;
+    if (!LIBRARY_DIR.empty()) close(fd);
     Library lib;
     lib.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib.handle) throw std::runtime_error(std::string("could not load the library: ") + dlerror());
@@ -434,6 +473,9 @@ static Library load_library(const std::string& name, const Array& bytes) {
     lib.set_outputs = (decltype(lib.set_outputs))dlsym(lib.handle, "cuda_emu_set_outputs");
     lib.expect_stream = (decltype(lib.expect_stream))dlsym(lib.handle, "cuda_emu_expect_stream");
     lib.set_allocations = (decltype(lib.set_allocations))dlsym(lib.handle, "cuda_emu_set_allocations");
+    lib.device_alloc = (decltype(lib.device_alloc))dlsym(lib.handle, "cuda_emu_device_alloc");
+    lib.device_free = (decltype(lib.device_free))dlsym(lib.handle, "cuda_emu_device_free");
+    lib.device_access = (decltype(lib.device_access))dlsym(lib.handle, "cuda_emu_device_access");
     return lib;
 }
 
@@ -521,6 +563,7 @@ static void name_buffers(Call& c, bool device) {
 
 static void invoke(Call& c, bool device) {
 #ifndef RUNNER_CUDA
+    DeviceAccess trusted(c.lib != DEVICE_OWNER);  // another library's kernels: the submission's runtime lets them in
     name_buffers(c, device);
     if (c.lib->expect_stream) c.lib->expect_stream(stream_handle());
 #else
@@ -931,10 +974,13 @@ static void fill_async(Buffer& b, uint32_t word) {
 // buffer's stats (input checksums, NaN/inf counts, column sums) and `rows.n` rows, drawn now, of
 // each listed output. Nothing is checked after a launcher's error.
 static void round_request(const Json& q, Reply& r) {
-    if (const Json* draw = q.get("draw"))
-        for (auto& d : draw->arr) draw_random(buffer(d.s("id")), (uint64_t)d.i("seed"), d.flag("relu"));
-    if (const Json* poison = q.get("poison"))
-        for (auto& p : poison->arr) fill_async(buffer(p.s("id")), (uint32_t)p.i("word"));
+    {
+        DeviceAccess runner_side(true);  // the runner's own writes; closed again before the launcher runs
+        if (const Json* draw = q.get("draw"))
+            for (auto& d : draw->arr) draw_random(buffer(d.s("id")), (uint64_t)d.i("seed"), d.flag("relu"));
+        if (const Json* poison = q.get("poison"))
+            for (auto& p : poison->arr) fill_async(buffer(p.s("id")), (uint32_t)p.i("word"));
+    }
     std::vector<Call> calls;
     if (const Json* cs = q.get("calls"))
         for (auto& c : cs->arr) calls.push_back(parse_call(c));
@@ -946,6 +992,7 @@ static void round_request(const Json& q, Reply& r) {
 #endif
     std::string stats = "[", rows_json = "[";
     if (t.error.empty()) {
+        DeviceAccess runner_side(true);  // the checks read what the launcher left
         std::vector<Buffer*> bufs;
         std::vector<size_t> cols;
         std::vector<bool> want;
@@ -988,6 +1035,11 @@ static Reply handle(Message& m) {
     std::string op = q.s("op");
     Reply r;
     bool device = q.flag("device");
+#ifndef RUNNER_CUDA
+    // the runner's own reads and writes of device memory (calls open it for their kernels only)
+    // ("round" opens it around its own parts; a batch's requests each open it as they would alone)
+    DeviceAccess runner_side(op != "call" && op != "time" && op != "emu" && op != "round" && op != "batch");
+#endif
     if (op == "confine") {  // program: the worker's seccomp filter for this process (grader/seccomp.py)
         auto it = m.arrays.find("program");
         if (it == m.arrays.end() || it->second.bytes.size() % sizeof(sock_filter)) throw std::runtime_error("confine: bad program");
@@ -999,6 +1051,7 @@ static Reply handle(Message& m) {
         if (it == m.arrays.end()) throw std::runtime_error("load without bytes");
         Library& lib = LIBS[q.s("lib")] = load_library(q.s("lib"), it->second);
         if (lib.last_error) lib.last_error();  // its own CUDA runtime starts (and loads its modules) now, ungated
+        if (q.s("lib") == "sub" && lib.device_alloc && lib.device_free && lib.device_access) DEVICE_OWNER = &lib;
     } else if (op == "symbols") {  // {lib, names}: which of them the library lacks
         Library& lib = library(q.s("lib"));
         std::string missing = "[";
@@ -1019,9 +1072,15 @@ static Reply handle(Message& m) {
 #ifdef RUNNER_CUDA
         cuda_ok(cudaMalloc(&b.base, b.bytes() ? b.bytes() : 4), "allocate");
 #else
-        void* p = mmap(nullptr, b.bytes() ? b.bytes() : 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::runtime_error("out of memory");
-        b.base = (char*)p;
+        if (device && DEVICE_OWNER) {  // {device}: a CUDA exercise's buffer, in the runtime's device memory
+            b.owner = DEVICE_OWNER;
+            b.base = (char*)b.owner->device_alloc(b.bytes() ? b.bytes() : 4);
+            if (!b.base) throw std::runtime_error("out of memory");
+        } else {
+            void* p = mmap(nullptr, b.bytes() ? b.bytes() : 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) throw std::runtime_error("out of memory");
+            b.base = (char*)p;
+        }
 #endif
         dev_fill(b.base, b.before + b.n + b.after, (uint32_t)q.i("word"));
         auto it = m.arrays.find("data");
@@ -1166,6 +1225,190 @@ static Reply handle(Message& m) {
     return r;
 }
 
+// ------------------------------------------------------------------------------------ the file system view
+// Before anything of the submission's loads, the runner leaves the worker's view of the file system (Python,
+// torch, cuBLAS, the course) for one of its own: a read-only tmpfs holding only the files this process has
+// loaded (libc, libstdc++, the CUDA driver on a GPU: loaded at the context's start, above), the shell and
+// addr2line with their libraries (the CPU runtime names source lines with them), a few device nodes (the
+// GPU's too), its own /proc/<pid> and parts of /sys. A library that reaches dlopen or open by walking its
+// own address space finds no libpython, no libcublas and no torch to load. It needs a user namespace of its
+// own (bubblewrap's worker runs as a non-root uid for this: grader/bwrap.py); where none can be made the
+// runner runs on in the worker's view and says why in its first reply ("view").
+#ifndef RUNNER_NO_VIEW
+static std::string VIEW_ROOT;  // the new root while it is built
+
+static bool write_file(const char* path, const std::string& text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = write(fd, text.data(), text.size()) == (ssize_t)text.size();
+    close(fd);
+    return ok;
+}
+
+static void make_dirs(const std::string& path) {  // mkdir -p (inside VIEW_ROOT)
+    for (size_t i = 1; i <= path.size(); i++)
+        if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+}
+
+// `path` of the worker's view appears at the same place in the new one (read-only; a directory with what
+// is under it when `tree`). Missing paths are skipped: each caller lists what may exist.
+static void bind_in(const std::string& path, bool tree = false) {
+    struct stat st;
+    if (path.empty() || path[0] != '/' || stat(path.c_str(), &st)) return;
+    std::string dst = VIEW_ROOT + path;
+    make_dirs(S_ISDIR(st.st_mode) ? dst : dst.substr(0, dst.rfind('/')));
+    if (!S_ISDIR(st.st_mode)) {
+        int fd = open(dst.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) close(fd);
+    }
+    if (mount(path.c_str(), dst.c_str(), nullptr, MS_BIND | (tree ? MS_REC : 0), nullptr)) return;
+    unsigned long keep = S_ISCHR(st.st_mode) ? 0 : MS_NODEV;  // device nodes must stay usable
+    mount(nullptr, dst.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | keep, nullptr);
+}
+
+static int each_object(dl_phdr_info* info, size_t, void* out) {
+    const char* name = info->dlpi_name;
+    if (name && name[0] == '/' && !strstr(name, "/proc/self/fd/")) ((std::vector<std::string>*)out)->push_back(name);
+    return 0;
+}
+
+// `program` (found on PATH) and the libraries the dynamic loader resolves for it (`ld.so --list`).
+static void program_and_libraries(const char* program, const std::string& loader, std::vector<std::string>& out) {
+    std::string path;
+    const char* env = getenv("PATH");
+    std::string dirs = env ? env : "/usr/bin:/bin";
+    for (size_t a = 0, b; a <= dirs.size(); a = b + 1) {
+        b = dirs.find(':', a);
+        if (b == std::string::npos) b = dirs.size();
+        std::string p = dirs.substr(a, b - a) + "/" + program;
+        if (b > a && access(p.c_str(), X_OK) == 0) { path = p; break; }
+    }
+    if (path.empty() || loader.empty()) return;
+    out.push_back(path);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC)) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char* argv[] = {(char*)loader.c_str(), (char*)"--list", (char*)path.c_str(), nullptr};
+    pid_t pid;
+    bool spawned = posix_spawn(&pid, loader.c_str(), &fa, nullptr, argv, environ) == 0;
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t got; spawned && (got = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, (size_t)got);
+    close(fds[0]);
+    if (spawned) waitpid(pid, nullptr, 0);
+    // lines "\tlibz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)" and "\t/lib64/ld-linux-x86-64.so.2 (0x...)"
+    for (size_t a = 0, b; a < text.size(); a = b + 1) {
+        b = text.find('\n', a);
+        if (b == std::string::npos) b = text.size();
+        std::string line = text.substr(a, b - a);
+        size_t arrow = line.find("=> "), start = arrow != std::string::npos ? arrow + 3 : line.find('/');
+        if (start == std::string::npos || start >= line.size() || line[start] != '/') continue;
+        out.push_back(line.substr(start, line.find(' ', start) - start));
+    }
+}
+
+// Everything the new view holds, as paths of the current one.
+static std::vector<std::string> view_files() {
+    // libraries a kernel library may need beyond the runner's own: loaded now, resolved by name later
+    for (const char* lib : {"libm.so.6", "libdl.so.2", "librt.so.1", "libpthread.so.0"}) dlopen(lib, RTLD_NOW);
+    std::vector<std::string> files;
+    dl_iterate_phdr(each_object, &files);
+    std::string loader;
+    for (auto& f : files)
+        if (f.find("/ld-linux") != std::string::npos || f.find("/ld64.so") != std::string::npos) loader = f;
+    program_and_libraries("sh", loader, files);  // popen's /bin/sh and the runtime's addr2line
+    if (access("/bin/sh", X_OK) == 0) files.push_back("/bin/sh");
+    program_and_libraries("addr2line", loader, files);
+#ifdef RUNNER_CUDA
+    // the driver's own libraries beside libcuda (it may load some later: the PTX JIT, ...)
+    std::vector<std::string> more;
+    for (auto& f : files) {
+        size_t slash = f.rfind('/');
+        if (f.find("/libcuda.so") == std::string::npos || slash == std::string::npos) continue;
+        for (const char* pattern : {"libcuda.so*", "libnvidia-*.so*"}) {
+            glob_t g;
+            if (glob((f.substr(0, slash + 1) + pattern).c_str(), 0, nullptr, &g) == 0)
+                for (size_t i = 0; i < g.gl_pathc; i++) more.push_back(g.gl_pathv[i]);
+            globfree(&g);
+        }
+    }
+    files.insert(files.end(), more.begin(), more.end());
+#endif
+    return files;
+}
+
+static void drop_capabilities() {
+    for (int c = 0; c <= 63; c++) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+    __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[2] = {};
+    syscall(SYS_capset, &h, d);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+static std::string view_error(const char* step) { return std::string(step) + ": " + strerror(errno); }
+
+// The new root, on a tmpfs mounted over an existing directory of this (private) mount namespace.
+static std::string build_view(const std::vector<std::string>& files) {
+    const char* at = nullptr;
+    for (const char* d : {"/tmp", "/mnt", "/var/tmp", "/dev"})
+        if (access(d, F_OK) == 0) { at = d; break; }
+    if (!at) return "no directory to build the view on";
+    if (mount("runner-view", at, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")) return view_error("tmpfs");
+    VIEW_ROOT = at;
+    for (auto& f : files) bind_in(f);
+    make_dirs(VIEW_ROOT + "/dev/shm");
+    for (const char* node : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}) bind_in(node);
+    glob_t g;
+    if (glob("/dev/nvidia*", 0, nullptr, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++) bind_in(g.gl_pathv[i], true);
+    globfree(&g);
+    // its own /proc/<pid> (/proc/self: the libraries load from /proc/self/fd/N), never another process's
+    std::string pid = std::to_string(getpid());
+    bind_in("/proc/" + pid);
+    if (symlink(pid.c_str(), (VIEW_ROOT + "/proc/self").c_str())) return view_error("/proc/self");
+    for (const char* p : {"/proc/cpuinfo", "/proc/meminfo", "/proc/stat"}) bind_in(p);
+    for (const char* p : {"/proc/driver/nvidia", "/sys/devices", "/sys/bus", "/sys/class"}) bind_in(p);
+    // the libraries it is sent (load_library), on a tmpfs of their own
+    make_dirs(VIEW_ROOT + "/libraries");
+    if (mount("runner-libraries", (VIEW_ROOT + "/libraries").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=0700"))
+        return view_error("tmpfs for libraries");
+    make_dirs(VIEW_ROOT + "/.old");
+    if (chdir(at) || syscall(SYS_pivot_root, ".", ".old")) return view_error("pivot_root");
+    if (umount2("/.old", MNT_DETACH) || rmdir("/.old") || chdir("/")) return view_error("leaving the old root");
+    if (mount(nullptr, "/", nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr)) return view_error("ro");
+    LIBRARY_DIR = "/libraries";
+    return "";
+}
+
+// Step 1, while the process has one thread (a user namespace cannot be entered later: the CUDA driver starts
+// threads): its own user and mount namespaces, the same ids inside. '' or why not.
+static std::string leave_namespaces() {
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS)) return view_error("unshare");
+    if (!write_file("/proc/self/setgroups", "deny") ||
+        !write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
+        return view_error("user namespace id map");
+    return mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ? view_error("private mounts") : "";
+}
+
+// Step 2, once the GPU's context is up (the driver is loaded): the view. '' once the runner is in it.
+static std::string enter_view(const std::string& namespaces) {
+    std::string err = namespaces.empty() ? build_view(view_files()) : namespaces;
+    drop_capabilities();  // those of the new user namespace (the runner had none outside it)
+    return err;
+}
+#else
+static std::string leave_namespaces() { return "built without it (RUNNER_NO_VIEW)"; }
+static std::string enter_view(const std::string& namespaces) { return namespaces; }
+#endif
+
 int main(int argc, char** argv) {
     // Before any library of the submission is loaded: die with the worker, never dump core
     // (the worker's memory is not ours to read, and ours holds nothing worth reading either).
@@ -1176,6 +1419,13 @@ int main(int argc, char** argv) {
         OUT_FD = atoi(argv[2]);
     }
     if (argc > 3 && getppid() != atoi(argv[3])) return 5;  // the worker died before we asked to die with it
+    // new credentials clear the death signal and the dumpable flag: set both again
+    // argv[4] "noview": stay in the worker's view (grader/runner/client.py view_wanted)
+    bool view_on = !(argc > 4 && !strcmp(argv[4], "noview"));
+    std::string namespaces = view_on ? leave_namespaces() : "off (GRADER_RUNNER_VIEW)";
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_DUMPABLE, 0);
+    if (argc > 3 && getppid() != atoi(argv[3])) return 5;
 #ifdef RUNNER_CUDA
     // Every module of a library loads with it, not at its kernel's first launch: a lazy load inside a
     // checked call would wait behind the gate on the default stream (the stream contract, above).
@@ -1189,8 +1439,10 @@ int main(int argc, char** argv) {
         return 0;
     }
 #endif
+    std::string view = view_on ? enter_view(namespaces) : namespaces;
+    prctl(PR_SET_DUMPABLE, 0);
     Reply ready;
-    ready.meta = obj({{"ready", "true"}});
+    ready.meta = obj({{"ready", "true"}, {"view", quote(view)}});
     send(ready);
     Message m;
     for (;;) {
