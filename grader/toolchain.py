@@ -33,12 +33,11 @@ from pathlib import Path
 
 from . import contract, linkcheck
 from .errors import CannotGrade, CompileError, Forbidden, GraderError
-from .procs import run_all
+from .procs import COMPILE_TIMEOUT_S, run_all
 
 # compile (-c); the link is `nvcc -shared`. -g1 for the host code: the call check names the learner's line.
 NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-Xcompiler", "-g1", "--std=c++17")
 REFUSED = "forbidden.txt"  # in a build's cache folder instead of kernel.so: the call check refused it
-COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
 # The CPU backend's device compile: the course's lowest GPU (a T4), device code only (-cubin: no host pass, which
 # g++ does; kernels/02_tiled.cu on the 2-core CI machine, 2026-12-03: 0.56-0.68 s against 1.37-1.51 s for -c).
 DEVICE_CHECK_ARCH = "sm_75"

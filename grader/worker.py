@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import binding, checks, contract, profile, protocol
+from . import binding, checks, contract, protocol
+from .cpu import counters
 from .binding import KernelModule
 from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK
 from .errors import GraderError, KernelError, LauncherError
@@ -529,31 +530,31 @@ def _serve_cases(req: dict, cases: list, mem: Remote, base, send) -> int:
             if not _run_step(mem, inputs, send):
                 return 0
             continue
-        for seed in profile.schedules(req, meta["case"]):
+        for seed in counters.schedules(req, meta["case"]):
             mem.configure_cpu(schedule_seed=seed)
             digests: dict[str, str] = {}
-            counted = profile.counting(req, meta["case"], seed, mem)  # access counts of this very run
+            counted = counters.counting(req, meta["case"], seed, mem)  # access counts of this very run
             try:
                 outs = run_case(mem, meta["shape"], inputs, digests)
             except RunnerDied:
                 raise
             except GraderError as e:
                 if counted:
-                    profile.take(mem)
+                    counters.take(mem)
                 send({"case": meta["case"], "schedule": seed, "error": str(e)})
                 if mem.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
             send(
                 {"case": meta["case"], "schedule": seed, "inputs_sha256": digests}
-                | ({"profile": profile.take(mem)} if counted else {}),
+                | ({"profile": counters.take(mem)} if counted else {}),
                 {k: v.numpy() for k, v in outs.items()},
             )
     if req.get("timing") and req["timing"].get("host"):  # a host exercise: timed on the CPU (grader.host)
         from . import host
 
         try:
-            times, rounds = host.time_kernels(mem, req["timing"], req["exercise"])
+            times, rounds = _time_host(mem, req["timing"], req["exercise"])
             send(
                 {
                     "timing": times,
@@ -586,6 +587,39 @@ def _serve_cases(req: dict, cases: list, mem: Remote, base, send) -> int:
         except GraderError as e:
             send({"timing_error": str(e)})
     return 0
+
+
+def _time_host(mem, req: dict, exercise: str) -> tuple[dict, FreshRounds]:
+    """The worker's speed measurement of a host exercise (grader.host): the submission's optimised build
+    (req["lib"], loaded as library "fast" where the submission runs: the native runner, whose clock times
+    it), its baseline (req["baseline_lib"], in this process) and numpy's matmul (for information), on
+    inputs drawn afresh every round. Here, not in grader.host: it drives this module's FreshRounds."""
+    from .host import HostGemm, time_calls
+
+    shape = tuple(req["shape"])
+    m, n, _ = shape
+    dims = _dims(exercise, shape)
+    (launcher,) = contract.LAUNCHERS[exercise]
+    mem.runner.load("fast", req["lib"])
+    word = _poison_word(torch.float32)
+    bufs = {
+        k: mem.alloc(k, [dims[d] for d in contract.SHAPES[k]], torch.float32, word) for k in _graded_inputs(exercise)
+    }
+    c = mem.alloc("C", [m, n], torch.float32, word)
+    rounds = FreshRounds(exercise, shape, mem, bufs, {"C": c}, req["seed"], "cpu")
+    ins = rounds.copies
+    base = HostGemm(Path(req["baseline_lib"]), exercise)
+    c_base, c_np = torch.empty(m, n), np.empty((m, n), dtype=np.float32)
+    a_np, b_np = ins["A"].numpy(), ins["B"].numpy()  # views: redrawn in place with the copies
+    calls = {
+        "kernel": mem.timed([("fast", launcher.name, _launch_args(launcher, bufs | {"C": c}, dims))]),
+        "baseline": lambda: base.raw(ins["A"], ins["B"], c_base),
+        "numpy": lambda: np.matmul(a_np, b_np, out=c_np),
+    }
+    times = time_calls(
+        calls, max_seconds=req.get("max_seconds", 6.0), before_round=rounds.refresh, after_round=rounds.check
+    )
+    return {k: t.as_dict() for k, t in times.items()}, rounds
 
 
 def _in_memory(data: np.ndarray, name: str) -> str:
