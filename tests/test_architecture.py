@@ -17,7 +17,7 @@ GRADER = Path(__file__).resolve().parent.parent / "grader"
 LAYERS = {
     "errors": 0,  # grader/errors.py: every layer raises these
     "spec": 1,  # the contract, the exercises and their kinds, inputs and float64 references
-    "build": 2,  # toolchain, the CPU backend, the scan and the link check
+    "compile": 2,  # toolchain, the CPU backend, the scan and the link check (not "build": setuptools' folder)
     "run": 3,  # the native runner, sandbox, protocol, worker, timing
     "judge": 4,  # the staged verdict, calibration, report, the access profile
     "classroom": 5,  # batch, merge, LMS formats
@@ -112,7 +112,7 @@ def test_imports_run_down_the_layers():
     mods = _modules()
     subpackages = {m.split(".")[1] for m in mods if m.count(".") >= 2 and m.split(".")[1] in LAYERS}
     if not subpackages:
-        pytest.skip("grader/ is still flat: no layer subpackage (spec, build, run, judge, ...) exists yet")
+        pytest.skip("grader/ is still flat: no layer subpackage (spec, compile, run, judge, ...) exists yet")
     unplaced = sorted(m for m in mods if _layer(m) is None)
     assert not unplaced, f"modules in no layer (put each in one of {sorted(LAYERS)}): {unplaced}"
     rank = LAYERS | {"top": len(LAYERS)}
