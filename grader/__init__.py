@@ -17,14 +17,18 @@ from .errors import CannotGrade, CompileError, GraderError, KernelError, Launche
 
 # Imported on first use (PEP 562), not here: they need numpy and torch, and `python -m grader doctor`,
 # which says when those are missing, must run on the standard library alone.
-_LAZY = {"load": "binding", "resolve_backend": "binding", "EXERCISES": "exercises"}
+_LAZY = {"load": "grader.binding", "resolve_backend": "grader.binding", "EXERCISES": "grader.exercises"}
+# the notebooks' flat names of modules that live in a layer's subpackage (`profile`, `from grader import lab`)
+_MOVED: dict[str, str] = {}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _MOVED:
+        value = importlib.import_module(_MOVED[name])
     elif not name.startswith("_") and importlib.util.find_spec(f".{name}", __name__):
-        value = importlib.import_module(f".{name}", __name__)  # grader.profile, grader.exercises ... as before
+        value = importlib.import_module(f".{name}", __name__)  # a flat module (before the move into layers)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # the next lookup is a plain one
@@ -32,7 +36,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | {"profile"})
+    return sorted(set(globals()) | set(_LAZY) | set(_MOVED) | {"profile"})
 
 
 def check(exercise: str, source_or_path, *, backend: str = "auto", display: bool = True, **kw):

@@ -18,6 +18,7 @@ the batch: anything that goes wrong becomes that submission's message.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -31,61 +32,41 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import CannotGrade, GraderError
-from .submissions import Submission, discover, kernel_filename, printable
+from .gradebook import FIELDS, write_gradebook  # noqa: F401  (batch.FIELDS, as before)
+from .submissions import Submission, discover, kernel_filename
 
-# nbgrader's CSV export has assignment, student_id, timestamp, raw_score, score, max_score:
-# ours uses the same names for the same things.
-FIELDS = [
-    "student_id",
-    "assignment",
-    "exercise",
-    "backend",
-    "compiled",
-    "correct",
-    "passed",
-    "outcome",
-    "speedup",
-    "threshold",
-    "pct_cublas",
-    "raw_score",
-    "score",
-    "max_score",
-    "message",
-    "hint",
-    "file",
-    "source_sha256",
-    "grader_version",
-    "timestamp",
-    "seconds",
-    "evidence",
-]
 # ---------------------------------------------------------------------------- gradebook
-GRADING_MODULES = (
-    "grade.py",
-    "checks.py",
-    "worker.py",
-    "sandbox.py",
-    "protocol.py",
-    "exercises.py",
-    "submissions.py",
-    "profile.py",
-    "forbidden.py",
-    "linkcheck.py",
-    "contract.py",
-    "toolchain.py",
-    "binding.py",
-    "timing.py",
-    "errors.py",
-    "bounded.py",
+GRADING_MODULES = (  # dotted names: they stay right wherever the modules live
+    "grader.grade",
+    "grader.checks",
+    "grader.worker",
+    "grader.sandbox",
+    "grader.protocol",
+    "grader.exercises",
+    "grader.submissions",
+    "grader.profile",
+    "grader.forbidden",
+    "grader.linkcheck",
+    "grader.contract",
+    "grader.toolchain",
+    "grader.binding",
+    "grader.timing",
+    "grader.errors",
+    "grader.bounded",
 )
+
+
+def _module_files() -> list[Path]:
+    from importlib.util import find_spec
+
+    cpu = Path(next(iter(find_spec("grader.cpu").submodule_search_locations)))
+    return [Path(find_spec(n).origin) for n in GRADING_MODULES] + sorted(cpu.glob("*"))
 
 
 def grader_version() -> str:
     """A hash of the code that decides a verdict (and of the CPU backend): a change regrades everything."""
-    here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    files = [here / n for n in GRADING_MODULES] + sorted((here / "cpu").glob("*"))
-    for p in files:
+    for p in _module_files():
         if p.is_file():
             h.update(p.name.encode())
             h.update(p.read_bytes())
@@ -120,33 +101,6 @@ def check_writable(path: Path, flag: str) -> None:
         probe.unlink()
     except OSError as e:
         raise CannotGrade(f"{what} ({e.strerror or e})") from None
-
-
-def write_gradebook(path: Path, rows: list[dict], meta: dict) -> None:
-    """CSV and JSON, each written to a temporary file and renamed (never half a gradebook)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: _cell(r.get(k)) for k in FIELDS})
-    os.replace(tmp, path)
-    js = path.with_suffix(".json")
-    tmp = js.with_name(js.name + ".tmp")
-    tmp.write_text(json.dumps(meta | {"grades": rows}, indent=1))  # ASCII: any odd file name is escaped
-    os.replace(tmp, js)
-
-
-def _cell(value) -> object:
-    """A CSV cell: text a spreadsheet would run as a formula (=, +, -, @ first) is quoted with '."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        value = printable(value)
-        if value[:1] in ("=", "+", "-", "@"):
-            return "'" + value
-    return value
 
 
 # what went wrong, in a word, from the verdict's message (first match wins)
@@ -300,53 +254,21 @@ def run_batch(
     one: `root` is one student's upload (Gradescope), graded as a student folder: one row.
     require_gpu: only timed GPU verdicts (CannotGrade on a machine without a GPU).
     shard=(I, N): only share I of N (grader.merge), the JSON records the roster for `merge`."""
-    from . import binding, exercises, forbidden, grade, sandbox, toolchain
+    from . import merge, sandbox
 
-    ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
-    require_gpu = require_gpu and not ex.kind.host  # host-code exercises are timed on the CPU anyway
-    if require_gpu and backend == "cpu":
-        raise CannotGrade("--require-gpu asks for timed GPU verdicts, but --backend cpu was given")
-    backend = binding.resolve_backend(backend)
-    if require_gpu and backend != "cuda":
-        raise CannotGrade(
-            "--require-gpu: this machine has no GPU torch can use, and CPU-backend verdicts "
-            "(access counts, no timing) are not accepted; grade on a GPU machine"
-        )
-    calibrated = ""
-    if backend == "cuda" and ex.threshold is not None:  # once, before the parallel phase (grader.calibration)
-        from . import calibration
-
-        ex, calibrated = calibration.resolve(ex, thresholds)
+    ex, backend, calibrated = _settle(exercise, backend, thresholds, require_gpu)
     root, out = Path(root), Path(out)
-    if not root.is_dir():
-        raise CannotGrade(f"{root}: not a folder of submissions")
-    if out.suffix.lower() == ".json":
-        raise CannotGrade(f"--out {out}: name the CSV gradebook (e.g. grades.csv); the JSON is written beside it")
-    # the workers see neither the submissions nor the gradebook; its folder is made now, so that the
-    # sandbox's policy (what it hides) is the same for the whole run
-    for path in (out, out.with_suffix(".json")):
-        check_writable(path, "--out")
+    _check_paths(root, out)
     sandbox.hide(root, out.parent)
     jobs = jobs or max(1, (os.cpu_count() or 2))
     version = grader_version()
     subs = discover(root, exercise, one=one)
     roster = [s.student_id for s in subs]
     if shard:
-        from . import merge
-
         subs = merge.select(subs, *shard)
     old = {} if regrade else load_gradebook(out)
     ident = f"{exercise}|{backend}|{ex.threshold}|{version}|{timeout}|{compile_timeout}"
-
-    rows: dict[str, dict] = {}
-    todo: list[tuple[Submission, str]] = []
-    for sub in subs:
-        key = hashlib.sha256(f"{ident}|{sub.sha256}".encode()).hexdigest()[:24]
-        prev = old.get(sub.student_id)
-        if prev and prev.get("source_sha256") == key and not str(prev.get("message", "")).startswith("could not grade"):
-            rows[sub.student_id] = prev | {"outcome": prev.get("outcome") or outcome(prev)}
-        else:
-            todo.append((sub, key))
+    rows, todo = _plan(subs, old, ident)
     meta = {
         "exercise": exercise,
         "backend": backend,
@@ -364,9 +286,71 @@ def run_batch(
             rows[row["student_id"]] = row
             write_gradebook(out, [rows[s.student_id] for s in subs if s.student_id in rows], meta)
 
+    _compile_all(todo, exercise, backend, compile_timeout, jobs, progress)
+    grade_kw = {
+        "backend": backend,
+        "thresholds_file": thresholds,
+        "timeout": timeout,
+        "compile_timeout": compile_timeout,
+    }
+    _grade_all(todo, exercise, version, grade_kw, record, jobs=jobs, gpus=gpus, per_gpu=per_gpu, progress=progress)
+    final = [rows[s.student_id] for s in subs if s.student_id in rows]
+    write_gradebook(out, final, meta)
+    return final
+
+
+def _settle(exercise: str, backend: str, thresholds, require_gpu: bool):
+    """(the exercise at this GPU's threshold, the backend, the calibration's name): once, before any grading;
+    CannotGrade for an unknown exercise, bad thresholds or a --require-gpu that cannot be met."""
+    from . import binding, calibration, exercises, grade
+
+    ex = exercises.get(exercise, thresholds)  # unknown exercise / bad thresholds: CannotGrade
+    require_gpu = require_gpu and not ex.kind.host  # host-code exercises are timed on the CPU anyway
+    if require_gpu and backend == "cpu":
+        raise CannotGrade("--require-gpu asks for timed GPU verdicts, but --backend cpu was given")
+    backend = binding.resolve_backend(backend)
+    if require_gpu and backend != "cuda":
+        raise CannotGrade(
+            "--require-gpu: this machine has no GPU torch can use, and CPU-backend verdicts "
+            "(access counts, no timing) are not accepted; grade on a GPU machine"
+        )
+    calibrated = ""
+    if backend == "cuda" and ex.threshold is not None:  # once, before the parallel phase (grader.calibration)
+        ex, calibrated = calibration.resolve(ex, thresholds, functools.partial(grade.grade_at, backend="cuda"))
+    return ex, backend, calibrated
+
+
+def _check_paths(root: Path, out: Path) -> None:
+    if not root.is_dir():
+        raise CannotGrade(f"{root}: not a folder of submissions")
+    if out.suffix.lower() == ".json":
+        raise CannotGrade(f"--out {out}: name the CSV gradebook (e.g. grades.csv); the JSON is written beside it")
+    # the workers see neither the submissions nor the gradebook; its folder is made now, so that the
+    # sandbox's policy (what it hides) is the same for the whole run
+    for path in (out, out.with_suffix(".json")):
+        check_writable(path, "--out")
+
+
+def _plan(subs: list[Submission], old: dict, ident: str) -> tuple[dict[str, dict], list[tuple[Submission, str]]]:
+    """(rows kept from the earlier gradebook, the submissions to grade with their keys)."""
+    rows: dict[str, dict] = {}
+    todo: list[tuple[Submission, str]] = []
+    for sub in subs:
+        key = hashlib.sha256(f"{ident}|{sub.sha256}".encode()).hexdigest()[:24]
+        prev = old.get(sub.student_id)
+        if prev and prev.get("source_sha256") == key and not str(prev.get("message", "")).startswith("could not grade"):
+            rows[sub.student_id] = prev | {"outcome": prev.get("outcome") or outcome(prev)}
+        else:
+            todo.append((sub, key))
+    return rows, todo
+
+
+def _compile_all(todo: list, exercise: str, backend: str, compile_timeout, jobs: int, progress: bool) -> None:
+    """Phase 1: compile, `jobs` at a time (builds are cached: phase 2 finds them, or their error)."""
+    from . import forbidden, toolchain
+
     bar = _Progress(len(todo), f"compile {exercise}") if progress and todo else None
 
-    # phase 1: compile, `jobs` at a time (builds are cached: phase 2 finds them)
     def compile_one(item):
         sub, _ = item
         try:
@@ -395,7 +379,13 @@ def run_batch(
     if bar:
         bar.close()
 
-    # phase 2: run and check. One at a time per GPU; on the CPU backend `jobs` at a time.
+
+def _grade_all(todo: list, exercise: str, version: str, grade_kw: dict, record, *, jobs, gpus, per_gpu, progress):
+    """Phase 2: run and check. On a GPU `per_gpu` children per GPU, queued on a lock file for the GPU
+    itself; on the CPU backend `jobs` at a time. Each row is recorded (the gradebook rewritten) as it comes."""
+    from . import sandbox
+
+    backend, timeout = grade_kw["backend"], grade_kw["timeout"]
     n_gpus = 1
     if backend == "cuda":
         import torch
@@ -416,31 +406,13 @@ def run_batch(
         if backend == "cuda" and (n_gpus > 1 or lock_dir):
             with gpu_lock:
                 gpu = free_gpus.pop()
+        where = {
+            "gpu": gpu if n_gpus > 1 else None,
+            "gpu_lock": f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
+            "lock_wait": lock_wait,
+        }
         try:
-            if sub.source is None:
-                row = _row(sub, exercise, backend, key, version, message=sub.problem)
-            else:
-                src = sub.source
-                if sub.path:  # the file itself: its name in diagnostics; a notebook's SOURCE is never a path
-                    src = sub.path
-                r = grade.grade(
-                    exercise,
-                    src,
-                    backend=backend,
-                    thresholds_file=thresholds,
-                    timeout=timeout,
-                    compile_timeout=compile_timeout,
-                    gpu=gpu if n_gpus > 1 else None,
-                    gpu_lock=f"{lock_dir.name}/gpu{gpu}.lock" if lock_dir else None,
-                    lock_wait=lock_wait,
-                )
-                row = _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
-        except GraderError as e:
-            row = _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")
-        except Exception as e:  # noqa: BLE001 — one broken submission never stops the batch
-            row = _row(
-                sub, exercise, backend, key, version, message=f"could not grade: internal error {type(e).__name__}: {e}"
-            )
+            row = _grade_row(sub, key, exercise, version, grade_kw | where, t0)
         finally:
             if gpu is not None:
                 with gpu_lock:
@@ -456,13 +428,32 @@ def run_batch(
         bar.close()
     if lock_dir:
         lock_dir.cleanup()
-    final = [rows[s.student_id] for s in subs if s.student_id in rows]
-    write_gradebook(out, final, meta)
-    return final
 
 
-def main(args) -> int:
-    """CLI entry: 0 when every submission got a verdict, 1 when some could not be graded."""
+def _grade_row(sub: Submission, key: str, exercise: str, version: str, kw: dict, t0: float) -> dict:
+    """One submission's gradebook row; anything that goes wrong becomes its message."""
+    from . import grade
+
+    backend = kw["backend"]
+    try:
+        if sub.source is None:
+            return _row(sub, exercise, backend, key, version, message=sub.problem)
+        src = sub.source
+        if sub.path:  # the file itself: its name in diagnostics; a notebook's SOURCE is never a path
+            src = sub.path
+        r = grade.grade(exercise, src, **kw)
+        return _row(sub, exercise, backend, key, version, r, seconds=time.perf_counter() - t0)
+    except GraderError as e:
+        return _row(sub, exercise, backend, key, version, message=f"could not grade: {e}")
+    except Exception as e:  # noqa: BLE001 — one broken submission never stops the batch
+        return _row(
+            sub, exercise, backend, key, version, message=f"could not grade: internal error {type(e).__name__}: {e}"
+        )
+
+
+def main(args, chart=None) -> int:
+    """CLI entry: 0 when every submission got a verdict, 1 when some could not be graded.
+    chart(rows, exercise, path): draws --plot (the CLI passes the course's chart: grader.plots)."""
     t0 = time.perf_counter()
     fmt = getattr(args, "format", "csv") or "csv"
     shard = None
@@ -511,9 +502,7 @@ def main(args) -> int:
     if rows:
         counts = Counter(r["outcome"] for r in rows)
         print("outcomes: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
-    if getattr(args, "plot", None) and rows:
-        from . import plots
-
-        plots.class_results(rows, args.exercise).savefig(args.plot, dpi=90)
+    if getattr(args, "plot", None) and rows and chart:
+        chart(rows, args.exercise, args.plot)
         print(f"chart: {args.plot}")
     return 1 if failed_infra else 0

@@ -415,7 +415,7 @@ def _parse_shape(s: str) -> tuple[int, int, int]:
     return tuple(parts)
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m grader bench", description=__doc__.split("\n")[0])
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     p.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048, 4096], help="square GEMM sizes")
@@ -459,7 +459,11 @@ def main(argv: list[str]) -> int:
         metavar="README.md",
         help="rewrite the results tables between <!-- results:begin/end --> in this file",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
     if args.from_json:
         saved = json.loads(Path(args.from_json).read_text())
         if args.readme:

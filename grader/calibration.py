@@ -20,14 +20,15 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from . import exercises, toolchain
 
 COMMITTED = "H200 (committed)"
+GradeOne = Callable[[exercises.Exercise, str], object]  # (exercise at its threshold, source) -> Result
 
 
 def gpu_name() -> str:
@@ -71,25 +72,24 @@ def shipped_solutions(ex: exercises.Exercise) -> dict[str, str]:
     return found
 
 
-def measure(ex: exercises.Exercise, repeat: int | None = None) -> dict:
-    """Grade each shipped solution on this GPU; threshold = CALIBRATION x the slower one's speed-up."""
-    from . import grade
+def measure(ex: exercises.Exercise, repeat: int | None = None, grade_one: GradeOne | None = None) -> dict:
+    """Grade each shipped solution on this GPU; threshold = CALIBRATION x the slower one's speed-up.
 
+    grade_one(ex, source) -> grader.grade.Result grades at the threshold given (grader.grade.grade_at):
+    passed in, since the verdict sits above this module and calls it; its threshold is not used here."""
+    if grade_one is None:
+        raise TypeError("calibration.measure needs grade_one: pass functools.partial(grade.grade_at, backend='cuda')")
     repeat = repeat or int(os.environ.get("GRADER_CALIBRATION_REPEAT", "1"))
     speedups: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        # a thresholds file makes these grades skip calibration (no recursion); its number is not used
-        placeholder = Path(tmp, "placeholder.json")
-        placeholder.write_text(json.dumps({ex.name: 0.0}))
-        for label, src in shipped_solutions(ex).items():
-            runs = []
-            for _ in range(repeat):
-                r = grade.grade(ex.name, src, backend="cuda", thresholds_file=placeholder)
-                if r.speedup is None or not r.correct:
-                    break
-                runs.append(r.speedup)
-            if runs:
-                speedups[label] = sorted(runs)[len(runs) // 2]
+    for label, src in shipped_solutions(ex).items():
+        runs = []
+        for _ in range(repeat):
+            r = grade_one(ex, src)
+            if r.speedup is None or not r.correct:
+                break
+            runs.append(r.speedup)
+        if runs:
+            speedups[label] = sorted(runs)[len(runs) // 2]
     if not speedups:
         raise RuntimeError(f"no shipped solution of {ex.name} could be timed on this GPU")
     return {
@@ -132,8 +132,11 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def resolve(ex: exercises.Exercise, thresholds_file=None) -> tuple[exercises.Exercise, str]:
-    """(the exercise with the threshold to use on this GPU, which calibration that is)."""
+def resolve(
+    ex: exercises.Exercise, thresholds_file=None, grade_one: GradeOne | None = None
+) -> tuple[exercises.Exercise, str]:
+    """(the exercise with the threshold to use on this GPU, which calibration that is). grade_one: how
+    to grade a shipped solution where this GPU must be measured (see measure)."""
     path = thresholds_file or os.environ.get("GRADER_THRESHOLDS")
     if path and ex.name in exercises.load_thresholds(path):
         return ex, f"file {Path(path).name}"
@@ -149,7 +152,7 @@ def resolve(ex: exercises.Exercise, thresholds_file=None) -> tuple[exercises.Exe
         entry = known.get(ex.name)
         how = f"measured on {gpu} ({entry['measured']}, cached in {cache})" if entry else ""
         if not entry:
-            entry = measure(ex)
+            entry = measure(ex, grade_one=grade_one)
             known[ex.name] = entry
             tmp = cache.with_suffix(".tmp")
             tmp.write_text(json.dumps(known, indent=1))

@@ -78,7 +78,12 @@ def _merge(args) -> int:
 def _batch(args) -> int:
     from . import batch
 
-    return batch.main(args)
+    def chart(rows: list[dict], exercise: str, path: str) -> None:  # the course's chart; batch sits below it
+        from . import plots
+
+        plots.class_results(rows, exercise).savefig(path, dpi=90)
+
+    return batch.main(args, chart=chart)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,6 +92,19 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="the exercises").set_defaults(fn=_list)
     sub.add_parser("doctor", help="check this machine's set-up").set_defaults(fn=_doctor)
 
+    _add_check(sub)
+    _add_profile(sub)
+    _add_batch(sub)
+    m = sub.add_parser("merge", help="combine the gradebooks of batch --shard runs into one")
+    m.add_argument("out", help="the merged CSV gradebook (a JSON one is written beside it)")
+    m.add_argument("parts", nargs="+", help="the shards' CSV gradebooks (their JSON files are read)")
+    m.set_defaults(fn=_merge)
+
+    sub.add_parser("bench", help="time the reference kernels against cuBLAS (python -m grader bench --help)")
+    return p
+
+
+def _add_check(sub) -> None:
     c = sub.add_parser("check", help="grade one kernel file")
     c.add_argument("exercise")
     c.add_argument("file", help="a .cu file, or a notebook whose `# kernel: EXERCISE` cell is graded")
@@ -103,6 +121,8 @@ def parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(fn=_check)
 
+
+def _add_profile(sub) -> None:
     pr = sub.add_parser("profile", help="count a kernel's memory accesses on the CPU backend, as Nsight Compute would")
     pr.add_argument("exercise")
     pr.add_argument("file", help="a .cu file, or a notebook whose `# kernel: EXERCISE` cell is profiled")
@@ -119,6 +139,8 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--no-resources", action="store_true", help="skip nvcc -Xptxas -v")
     pr.set_defaults(fn=_profile)
 
+
+def _add_batch(sub) -> None:
     b = sub.add_parser("batch", help="grade a folder of submissions into a gradebook")
     b.add_argument("exercise")
     b.add_argument("dir")
@@ -158,14 +180,6 @@ def parser() -> argparse.ArgumentParser:
         help="gradescope: --out is Gradescope's results.json (the gradebook is written beside it)",
     )
     b.set_defaults(fn=_batch)
-
-    m = sub.add_parser("merge", help="combine the gradebooks of batch --shard runs into one")
-    m.add_argument("out", help="the merged CSV gradebook (a JSON one is written beside it)")
-    m.add_argument("parts", nargs="+", help="the shards' CSV gradebooks (their JSON files are read)")
-    m.set_defaults(fn=_merge)
-
-    sub.add_parser("bench", help="time the reference kernels against cuBLAS (python -m grader bench --help)")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

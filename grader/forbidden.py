@@ -524,13 +524,13 @@ def scan(source: str, timeout: float | None = None) -> list[Problem]:
     """Everything forbidden in `source`, in order of lines, one per line (empty list: may be compiled).
 
     A file over MAX_BYTES, or one whose scan outlasts `timeout` seconds (default: the compile time limit,
-    toolchain.COMPILE_TIMEOUT_S), is refused with one Problem that says so.
+    procs.COMPILE_TIMEOUT_S), is refused with one Problem that says so.
     """
     big = too_large(len(source.encode("utf-8", "surrogatepass")))
     if big:
         return [big]
     if timeout is None:
-        from .toolchain import COMPILE_TIMEOUT_S  # here, not at the top: toolchain imports this module's users
+        from .procs import COMPILE_TIMEOUT_S
 
         timeout = COMPILE_TIMEOUT_S
     try:

@@ -6,10 +6,16 @@ The parent draws the inputs from a secret seed, computes the float64 reference
 from its own copies, and compares what the child sends back; the child only runs
 the kernel. On a GPU the kernel is timed against its exercise's baseline in the
 same child, the same way, and must reach the exercise's threshold.
+
+A verdict is a sequence of stages over one GradeContext (grade_at): read and scan, build (the
+worker's start, the CPU profile of a GPU verdict and the drawing of the cases run beside the
+compiler, on the context's one executor), the request, the run in the worker, then the judging:
+correctness, then speed (timed) or access counts (CPU backend).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -22,6 +28,7 @@ import torch
 
 from . import (
     binding,
+    calibration,
     checks,
     exercises,
     forbidden,
@@ -81,6 +88,67 @@ class Result:
         return 0 if self.passed else 1
 
 
+@dataclass
+class Options:
+    """How to grade, as grade() takes it (see its docstring)."""
+
+    seed: int | None = None
+    timeout: float | None = None
+    time_it: bool = True
+    compile_timeout: float | None = None
+    gpu: int | None = None
+    scan: bool = True
+    gpu_lock: str | None = None
+    lock_wait: float = 0.0
+    profile_on_gpu: bool = True
+
+
+@dataclass
+class GradeContext:
+    """One verdict in the making: what each stage reads and what it leaves for the next."""
+
+    ex: exercises.Exercise
+    source_or_path: object
+    backend: str
+    opts: Options
+    res: Result
+    on_host: bool
+    timed: bool
+    # what runs beside the compiler, on one executor: the worker's start, the cases, the CPU profile
+    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(3))
+    clock: float = field(default_factory=time.perf_counter)
+    source: str = ""
+    filename: str = ""
+    seed: int = 0
+    beside: Future | None = None  # the CPU backend's profile of a timed GPU verdict
+    early: Future | None = None  # the worker, started while the compiler runs (_start_early)
+    drawing: Future | None = None  # (cases, profile seed, step) from _draw_cases
+    build: toolchain.Build | None = None
+    cases: list = field(default_factory=list)
+    step: checks.Case | None = None  # mlp_step's training step, after the launchers
+    request: dict = field(default_factory=dict)
+    wire: list = field(default_factory=list)
+    run: sandbox.ChildRun | None = None
+
+    @property
+    def exercise(self) -> str:
+        return self.ex.name
+
+    def lap(self, name: str) -> None:
+        """The time since the previous lap, as phases[name]."""
+        now = time.perf_counter()
+        self.res.phases[name] = round(now - self.clock, 4)
+        self.clock = now
+
+    def close(self) -> None:
+        """A worker started early that no run took is ended; the executor's threads end with their tasks
+        (a profile beside the timing, or cases drawn for a verdict that did not compile, are not waited for)."""
+        if self.early is not None:
+            _discard(self.early)
+            self.early = None
+        self.pool.shutdown(wait=False)
+
+
 def grade(
     exercise: str,
     source_or_path,
@@ -109,7 +177,18 @@ def grade(
     profile_on_gpu: on a GPU also count accesses on the CPU backend (reported, not judged).
     """
     ex = exercises.get(exercise, thresholds_file)
-    on_host = ex.kind.host  # plain C++ on the CPU: CPU backend, timed on any machine
+    backend = _backend(exercise, backend, require_gpu)
+    opts = Options(seed, timeout, time_it, compile_timeout, gpu, scan, gpu_lock, lock_wait, profile_on_gpu)
+    calibrated = ""
+    if backend == "cuda" and time_it and ex.threshold is not None:  # this GPU's threshold (grader.calibration)
+        # calibration grades the shipped solutions through grade_at: at the threshold given, never resolved again
+        ex, calibrated = calibration.resolve(ex, thresholds_file, functools.partial(grade_at, backend="cuda"))
+    return grade_at(ex, source_or_path, backend=backend, calibration=calibrated, opts=opts)
+
+
+def _backend(exercise: str, backend: str, require_gpu: bool) -> str:
+    """The backend a verdict runs on; CannotGrade where --require-gpu cannot be met."""
+    on_host = exercises.kind(exercise).host  # plain C++ on the CPU: CPU backend, timed on any machine
     if require_gpu and (backend == "cpu" and not on_host):
         raise CannotGrade("--require-gpu asks for a timed GPU verdict, but --backend cpu was given")
     backend = "cpu" if on_host else binding.resolve_backend(backend)
@@ -118,166 +197,214 @@ def grade(
             "--require-gpu: this machine has no GPU torch can use, and a CPU-backend verdict "
             "(access counts, no timing) is not accepted; grade on a GPU machine"
         )
-    calibrated = ""
-    if backend == "cuda" and time_it and ex.threshold is not None:  # this GPU's threshold (grader.calibration)
-        from . import calibration
+    return backend
 
-        ex, calibrated = calibration.resolve(ex, thresholds_file)
+
+def grade_at(
+    ex: exercises.Exercise, source_or_path, *, backend: str, calibration: str = "", opts: Options | None = None
+) -> Result:
+    """Grade against `ex` as given: its threshold is the bar, looked up nowhere else (`calibration` names
+    where it came from). grade() resolves the threshold first; grader.calibration measures through this."""
+    opts = opts or Options()
+    on_host = ex.kind.host
     res = Result(
-        exercise, backend, threshold=ex.threshold if backend == "cuda" or on_host else None, calibration=calibrated
+        ex.name, backend, threshold=ex.threshold if backend == "cuda" or on_host else None, calibration=calibration
     )
-    res.phases = phases = {}
-    clock = [time.perf_counter()]
-
-    def lap(name: str) -> None:  # the time since the previous lap, as phases[name]
-        now = time.perf_counter()
-        phases[name] = round(now - clock[0], 4)
-        clock[0] = now
-
-    early = None  # the worker, started while the compiler runs (_start_early)
+    res.phases = {}
+    timed = (backend == "cuda" or on_host) and opts.time_it and ex.threshold is not None
+    ctx = GradeContext(ex, source_or_path, backend, opts, res, on_host, timed)
     try:
-        try:
-            source, filename = submissions.read(source_or_path, exercise)
-            if not source.strip():
-                raise SubmissionError(f'{filename} is empty: write the kernel and its extern "C" launcher(s).')
-            problems = forbidden.scan(source, timeout=compile_timeout) if scan else []
-            if problems:
-                raise Forbidden(forbidden.message(problems, filename))
-            beside = None  # the CPU backend's profile of a timed GPU verdict: built and run while the GPU grades
-            if (
-                backend == "cuda"
-                and time_it
-                and ex.threshold is not None
-                and profile_on_gpu
-                and ex.access
-                and not on_host
-            ):
-                pool = ThreadPoolExecutor(1)
-                beside = pool.submit(_profile_beside, exercise, source, filename, ex, compile_timeout, timeout)
-                pool.shutdown(wait=False)  # the thread ends with the task; result() below waits for it
-            lap("read_and_scan")
-            timed = (backend == "cuda" or on_host) and time_it and ex.threshold is not None
-            early = _start_early(exercise, backend, timed, gpu, gpu_lock)
-            # the test cases (and their float64 answers) are drawn while the compiler runs
-            res.seed = seed = seed if seed is not None else secrets.randbits(63)
-            pool = ThreadPoolExecutor(1)
-            drawing = pool.submit(_draw_cases, exercise, ex, backend, seed)
-            pool.shutdown(wait=False)
-            build = toolchain.build(
-                source, backend=backend, exercise=exercise, filename=filename, timeout=compile_timeout, check_calls=scan
-            )
-            lap("build")
-        except Forbidden as e:  # the source scan, or the check of what the built code calls
-            res.message = str(e)
-            res.hint = (
-                "Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
-                "runtime and standard headers only; the list above says what to remove."
-            )
-            return res
-        except CompileError as e:
-            res.message = f"does not compile:\n{e}"
-            return res
-        except SubmissionError as e:
-            res.message = str(e)
-            return res
-        res.compiled = True
+        if _read_and_build(ctx) and _prepare_run(ctx):
+            _run(ctx)
+            if _judge_correctness(ctx):
+                _judge_speed_or_access(ctx)
+    finally:
+        ctx.close()
+    return res
 
-        cases, profile_seed, step = drawing.result()
-        request = {
-            "lib": str(build.path),
-            "exercise": exercise,
-            "backend": backend,
-            "schedules": SCHEDULES_CPU if backend == "cpu" else [0],
-        }
-        if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
-            request["profile"] = profile.grading_request(exercise, len(cases) - 1, profile_seed)
-        if timed and on_host:
-            try:
-                request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
-            except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef __CUDACC__)
-                res.message = str(e)
-                return res
-            except CompileError as e:
-                res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
-                return res
-        elif timed:
-            base = (
-                toolchain.build(
-                    ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise, filename=ex.baseline
-                )
-                if ex.baseline_path
-                else None
+
+def _read_and_build(ctx: GradeContext) -> bool:
+    """Stages read+scan and build; the worker's start and the cases' drawing run beside the compiler.
+    False: the verdict is final already (refused, or it does not compile)."""
+    res, opts = ctx.res, ctx.opts
+    try:
+        ctx.source, ctx.filename = submissions.read(ctx.source_or_path, ctx.exercise)
+        if not ctx.source.strip():
+            raise SubmissionError(f'{ctx.filename} is empty: write the kernel and its extern "C" launcher(s).')
+        problems = forbidden.scan(ctx.source, timeout=opts.compile_timeout) if opts.scan else []
+        if problems:
+            raise Forbidden(forbidden.message(problems, ctx.filename))
+        if ctx.backend == "cuda" and ctx.timed and opts.profile_on_gpu and ctx.ex.access and not ctx.on_host:
+            ctx.beside = ctx.pool.submit(
+                _profile_beside, ctx.exercise, ctx.source, ctx.filename, ctx.ex, opts.compile_timeout, opts.timeout
             )
-            tseed = secrets.randbits(62)
-            request |= {
-                "timing": {
-                    "shape": list(ex.bench_shape),
-                    "seed": tseed,
-                    "baseline": "lib" if base else ex.baseline,
-                    "baseline_epilogue": ex.baseline_epilogue,
-                },
-                "baseline_lib": str(base.path) if base else None,
-                "baseline_exercise": ex.baseline_exercise,
-            }
-        wire = [
-            ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
-            for i, c in enumerate(cases)
-        ]
-        if step is not None:
-            wire.append(({"step": True, "shape": list(step.shape)}, {k: v.numpy() for k, v in step.inputs.items()}))
-        lap("cases_and_baseline")
-        worker = early.result() if early is not None else sandbox.start_worker(gpu=gpu, gpu_lock=gpu_lock)
-        early = None  # in use: run() cleans up after it
-        run = worker.run(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S, lock_wait=lock_wait)
-    finally:  # a verdict before the run (it did not compile): the worker started for it is not needed
-        if early is not None:
-            _discard(early)
-    lap("worker")
+        ctx.lap("read_and_scan")
+        ctx.early = _start_early(ctx)
+        # the test cases (and their float64 answers) are drawn while the compiler runs
+        res.seed = ctx.seed = opts.seed if opts.seed is not None else secrets.randbits(63)
+        ctx.drawing = ctx.pool.submit(_draw_cases, ctx.exercise, ctx.ex, ctx.backend, ctx.seed)
+        ctx.build = toolchain.build(
+            ctx.source,
+            backend=ctx.backend,
+            exercise=ctx.exercise,
+            filename=ctx.filename,
+            timeout=opts.compile_timeout,
+            check_calls=opts.scan,
+        )
+        ctx.lap("build")
+    except Forbidden as e:  # the source scan, or the check of what the built code calls
+        res.message = str(e)
+        res.hint = (
+            "Do the work yourself in __global__ kernels launched on the given stream, with the CUDA "
+            "runtime and standard headers only; the list above says what to remove."
+        )
+        return False
+    except CompileError as e:
+        res.message = f"does not compile:\n{e}"
+        return False
+    except SubmissionError as e:
+        res.message = str(e)
+        return False
+    res.compiled = True
+    return True
+
+
+def _prepare_run(ctx: GradeContext) -> bool:
+    """Stage: the worker's request (cases, the profiled case, the timing and its baseline) and the cases on
+    the wire. False: the verdict is final (a host exercise's optimised build is refused or fails)."""
+    cases, profile_seed, ctx.step = ctx.drawing.result()
+    ctx.cases = cases
+    ctx.request = {
+        "lib": str(ctx.build.path),
+        "exercise": ctx.exercise,
+        "backend": ctx.backend,
+        "schedules": SCHEDULES_CPU if ctx.backend == "cpu" else [0],
+    }
+    if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
+        ctx.request["profile"] = profile.grading_request(ctx.exercise, len(cases) - 1, profile_seed)
+    if ctx.timed and ctx.on_host:
+        try:
+            ctx.request |= {"timing": host.timing_request(ctx.ex, ctx.source, ctx.filename, ctx.opts.compile_timeout)}
+        except Forbidden as e:  # the optimised build is checked too (it may differ: #ifndef __CUDACC__)
+            ctx.res.message = str(e)
+            return False
+        except CompileError as e:
+            ctx.res.message = f"does not compile with the optimised host build (g++ -O3):\n{e}"
+            return False
+    elif ctx.timed:
+        ctx.request |= _gpu_timing_request(ctx.ex)
+    ctx.wire = [
+        ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()}) for i, c in enumerate(cases)
+    ]
+    if ctx.step is not None:
+        ctx.wire.append(
+            ({"step": True, "shape": list(ctx.step.shape)}, {k: v.numpy() for k, v in ctx.step.inputs.items()})
+        )
+    ctx.lap("cases_and_baseline")
+    return True
+
+
+def _gpu_timing_request(ex: exercises.Exercise) -> dict:
+    """What the worker needs to time a GPU exercise: the shape, a fresh seed, the baseline (built here)."""
+    base = (
+        toolchain.build(
+            ex.baseline_path.read_text(), backend="cuda", exercise=ex.baseline_exercise, filename=ex.baseline
+        )
+        if ex.baseline_path
+        else None
+    )
+    return {
+        "timing": {
+            "shape": list(ex.bench_shape),
+            "seed": secrets.randbits(62),
+            "baseline": "lib" if base else ex.baseline,
+            "baseline_epilogue": ex.baseline_epilogue,
+        },
+        "baseline_lib": str(base.path) if base else None,
+        "baseline_exercise": ex.baseline_exercise,
+    }
+
+
+def _run(ctx: GradeContext) -> None:
+    """Stage: the run in the worker (the one started early, else a fresh one); its phases and output."""
+    opts, phases = ctx.opts, ctx.res.phases
+    worker = ctx.early.result() if ctx.early is not None else sandbox.start_worker(gpu=opts.gpu, gpu_lock=opts.gpu_lock)
+    ctx.early = None  # in use: run() cleans up after it
+    ctx.run = run = worker.run(
+        ctx.request, ctx.wire, timeout=opts.timeout or sandbox.RUN_TIMEOUT_S, lock_wait=opts.lock_wait
+    )
+    ctx.lap("worker")
     if run.arrivals:  # inside the worker's time: its start (and the first case), the other cases, the timing
         phases["worker_first_result"] = round(run.arrivals[0], 4)
         phases["worker_last_result"] = round(run.arrivals[-1], 4)
         done = [a for (m, _), a in zip(run.messages, run.arrivals) if "case" in m or "step" in m]
         if done and len(done) < len(run.arrivals):  # the timing came after the cases
             phases["worker_cases_done"] = round(done[-1], 4)
-    if gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
-        raise CannotGrade(f"waited {lock_wait:.0f} s for the GPU (other submissions held it); grade this one again")
+    if opts.gpu_lock and run.timed_out and run.lock_wait_s is None:  # never got the GPU: not the kernel's fault
+        raise CannotGrade(
+            f"waited {opts.lock_wait:.0f} s for the GPU (other submissions held it); grade this one again"
+        )
     output = cpu_progress.strip(run.output)  # the CPU backend's progress lines are for _died_message
-    res.output = output if run.crashed or run.timed_out else output.strip()
+    ctx.res.output = output if run.crashed or run.timed_out else output.strip()
+
+
+def _judge_correctness(ctx: GradeContext) -> bool:
+    """Stage: every case (and mlp_step's training step) against its float64 reference; a CPU-backend crash
+    re-run under AddressSanitizer; how to draw the same inputs again. False: the channel was tampered with."""
+    res, run = ctx.res, ctx.run
     if run.protocol_error:
         res.message = f"the grader's result channel was tampered with: {run.protocol_error}. Not graded as correct."
         res.hint = "Results reach the grader only through its own worker; a kernel file must not write to it."
-        return res
-    _verdict_correctness(res, cases, run)
-    if res.correct and step is not None:
-        _verdict_step(res, step, run)
+        return False
+    _verdict_correctness(res, ctx.cases, run)
+    if res.correct and ctx.step is not None:
+        _verdict_step(res, ctx.step, run)
     # a crash, or a fault the CPU runtime caught and reported as an illegal memory access
-    if backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
+    if ctx.backend == "cpu" and not res.correct and (run.crashed or "illegal memory access" in res.message):
+        opts = ctx.opts
         _explain_cpu_crash(
-            res, source, exercise, filename, cases, request, wire, compile_timeout, timeout or sandbox.RUN_TIMEOUT_S
+            res,
+            ctx.source,
+            ctx.exercise,
+            ctx.filename,
+            ctx.cases,
+            ctx.request,
+            ctx.wire,
+            opts.compile_timeout,
+            opts.timeout or sandbox.RUN_TIMEOUT_S,
         )
     if not res.correct and res.shapes:
-        given = str(source_or_path)
+        given = str(ctx.source_or_path)
         shown = shlex.quote(given) if "\n" not in given and len(given) < 200 else "FILE"
         res.message += (
-            f"\n(Inputs and the shapes drawn for this run come from seed {seed}: "
-            f"`python -m grader check {exercise} {shown} --seed {seed}` draws the same ones.)"
+            f"\n(Inputs and the shapes drawn for this run come from seed {ctx.seed}: "
+            f"`python -m grader check {ctx.exercise} {shown} --seed {ctx.seed}` draws the same ones.)"
         )
-    if res.correct and timed:
+    return True
+
+
+def _judge_speed_or_access(ctx: GradeContext) -> None:
+    """Stage: a correct kernel's verdict: its speed (timed), its access counts (CPU backend), or correctness."""
+    res, ex, run, opts = ctx.res, ctx.ex, ctx.run, ctx.opts
+    if res.correct and ctx.timed:
         _verdict_speed(res, ex, run)
-        res.evidence = profile.EVIDENCE_HOST if on_host else profile.EVIDENCE_GPU
-        if beside is not None:  # reported beside the time, not a verdict
-            res.profile = beside.result()
-            lap("profile_wait")
-    elif res.correct and request.get("profile"):
-        _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
+        res.evidence = profile.EVIDENCE_HOST if ctx.on_host else profile.EVIDENCE_GPU
+        if ctx.beside is not None:  # reported beside the time, not a verdict
+            res.profile = ctx.beside.result()
+            ctx.lap("profile_wait")
+    elif res.correct and ctx.request.get("profile"):
+        lib = ctx.build.path
+        _verdict_access(res, ex, run, ctx.request["profile"]["case"], lib, ctx.filename)
         if not res.passed and profile.NO_GLOBAL_LOADS in res.message and res.profile and res.profile.get("sampled"):
             # the sampled blocks did nothing (a persistent kernel whose first block took every tile off a
             # queue): count every block before saying no kernel did the work
-            counted = shapes.profile_shape(ex.profile_shape, seed)
-            again = _profile_run(exercise, source, filename, ex, compile_timeout, timeout, blocks="all", shape=counted)
+            counted = shapes.profile_shape(ex.profile_shape, ctx.seed)
+            again = _profile_run(
+                ctx.exercise, ctx.source, ctx.filename, ex, opts.compile_timeout, opts.timeout, "all", counted
+            )
             if again is not None:
-                _verdict_access(res, ex, again, 0, build.path, filename)
-    elif res.correct and step is not None:
+                _verdict_access(res, ex, again, 0, lib, ctx.filename)
+    elif res.correct and ctx.step is not None:
         res.passed = True
         res.message = (
             "correct on every shape, and one training step of an MLP on these launchers matches "
@@ -285,25 +412,24 @@ def grade(
         )
     elif res.correct:
         res.passed = True
-        if backend == "cpu":
+        if ctx.backend == "cpu":
             res.message = (
                 "correct on every shape (CPU backend: correctness only; the speed "
                 "threshold is not measured without a GPU)"
             )
         else:
             res.message = "correct on every shape"
-    return res
 
 
-def _start_early(exercise: str, backend: str, timed: bool, gpu: int | None, gpu_lock: str | None) -> Future | None:
+def _start_early(ctx: GradeContext) -> Future | None:
     """Start the worker now, while the compiler runs, so that its start (and on a GPU its CUDA
     context, cuBLAS and the grader's own kernels: worker.warm_up) costs the verdict nothing. Not in
     batch --per-gpu (gpu_lock): a worker holds its GPU's lock from its first GPU operation on.
     GRADER_PRESTART=0 starts it after the build instead (benchmarks/verdict_latency.py, before/after)."""
-    if gpu_lock or os.environ.get("GRADER_PRESTART", "1").strip() == "0":
+    if ctx.opts.gpu_lock or os.environ.get("GRADER_PRESTART", "1").strip() == "0":
         return None
-    pool = ThreadPoolExecutor(1)
-    warm = {"backend": backend, "exercise": exercise, "timed": timed}
+    backend, gpu = ctx.backend, ctx.opts.gpu
+    warm = {"backend": backend, "exercise": ctx.exercise, "timed": ctx.timed}
 
     def start():
         if backend == "cuda":  # the runner's CUDA context comes up while the compiler runs, too
@@ -312,9 +438,7 @@ def _start_early(exercise: str, backend: str, timed: bool, gpu: int | None, gpu_
             warm["runner"] = str(runner_binary(backend))
         return sandbox.start_worker(gpu=gpu, warm=warm)
 
-    future = pool.submit(start)
-    pool.shutdown(wait=False)
-    return future
+    return ctx.pool.submit(start)
 
 
 def _discard(early: Future) -> None:
@@ -508,49 +632,10 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             res.message = f"at shape {'x'.join(map(str, case.shape))}: {errors[0]}"
             res.hint = checks.error_hint(errors[0], case.shape)
             return
-        tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items() if h != case.digests[k]})
-        if tampered:
-            res.shapes.append(ShapeResult(list(case.shape), False, f"wrote to its input {', '.join(tampered)}"))
-            res.message = (
-                f"the kernel wrote to its input {' and '.join(tampered)} at shape "
-                f"{'x'.join(map(str, case.shape))}: inputs are const and must be left as they were."
-            )
-            res.hint = (
-                "Only the output(s) may be written. Look for a store through a const_cast pointer, or "
-                "an index that runs past the output into another buffer."
-            )
+        judged = _judge_outputs(res, case, got, seen)
+        if judged is None:  # the verdict is final
             return
-        outs = [{k: torch.from_numpy(v) for k, v in arrays.items()} for _, arrays in got]
-        runs_problems = [
-            [p for name in case.expected if (p := checks.compare(case, name, o.get(name, torch.empty(0))))]
-            for o in outs
-        ]
-        problems = runs_problems[0]
-        varies = len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:])
-        if varies and not all(runs_problems):
-            # right in some runs, wrong in others, on the same input: a race
-            res.shapes.append(ShapeResult(list(case.shape), False, "result changes between runs"))
-            res.message = (
-                f"at shape {'x'.join(map(str, case.shape))} the result changes from run to run "
-                "with the same input (right in some runs, wrong in others)"
-            )
-            res.hint = (
-                "A race: threads read shared memory that other threads are still writing. "
-                "Is there a __syncthreads() after loading a tile AND after using it? (Notebook 03, hint 3.)"
-            )
-            return
-        key = tuple(case.shape)
-        replayed = bool(problems) and any(ok and _same(prev, outs[0]) for prev, ok in seen.get(key, []))
-        seen.setdefault(key, []).append((outs[0], not problems))
-        if replayed:
-            res.shapes.append(ShapeResult(list(case.shape), False, "replays the answer to an earlier input"))
-            res.message = (
-                f"at shape {'x'.join(map(str, case.shape))} the kernel returned, for a new input, "
-                "exactly the answer it gave for an earlier input of the same shape: results must "
-                "be computed from the inputs of each call, not replayed."
-            )
-            res.hint = "Do not keep results between calls (static buffers, caches keyed by shape)."
-            return
+        problems, varies = judged
         if problems and varies:
             unstable = True
         if problems:
@@ -572,6 +657,55 @@ def _verdict_correctness(res: Result, cases: list[checks.Case], run: sandbox.Chi
             )
         return
     res.correct = True
+
+
+def _judge_outputs(res: Result, case: checks.Case, got: list, seen: dict) -> tuple[list, bool] | None:
+    """One case's runs (one per schedule): (its wrong outputs, whether runs differ), or None with the
+    verdict made (it wrote an input, races: right in some runs only, or replays an earlier answer)."""
+    dims = "x".join(map(str, case.shape))
+    tampered = sorted({k for m, _ in got for k, h in m.get("inputs_sha256", {}).items() if h != case.digests[k]})
+    if tampered:
+        res.shapes.append(ShapeResult(list(case.shape), False, f"wrote to its input {', '.join(tampered)}"))
+        res.message = (
+            f"the kernel wrote to its input {' and '.join(tampered)} at shape "
+            f"{dims}: inputs are const and must be left as they were."
+        )
+        res.hint = (
+            "Only the output(s) may be written. Look for a store through a const_cast pointer, or "
+            "an index that runs past the output into another buffer."
+        )
+        return None
+    outs = [{k: torch.from_numpy(v) for k, v in arrays.items()} for _, arrays in got]
+    runs_problems = [
+        [p for name in case.expected if (p := checks.compare(case, name, o.get(name, torch.empty(0))))] for o in outs
+    ]
+    problems = runs_problems[0]
+    varies = len(outs) > 1 and any(not _same(outs[0], o) for o in outs[1:])
+    if varies and not all(runs_problems):
+        # right in some runs, wrong in others, on the same input: a race
+        res.shapes.append(ShapeResult(list(case.shape), False, "result changes between runs"))
+        res.message = (
+            f"at shape {dims} the result changes from run to run "
+            "with the same input (right in some runs, wrong in others)"
+        )
+        res.hint = (
+            "A race: threads read shared memory that other threads are still writing. "
+            "Is there a __syncthreads() after loading a tile AND after using it? (Notebook 03, hint 3.)"
+        )
+        return None
+    key = tuple(case.shape)
+    replayed = bool(problems) and any(ok and _same(prev, outs[0]) for prev, ok in seen.get(key, []))
+    seen.setdefault(key, []).append((outs[0], not problems))
+    if replayed:
+        res.shapes.append(ShapeResult(list(case.shape), False, "replays the answer to an earlier input"))
+        res.message = (
+            f"at shape {dims} the kernel returned, for a new input, "
+            "exactly the answer it gave for an earlier input of the same shape: results must "
+            "be computed from the inputs of each call, not replayed."
+        )
+        res.hint = "Do not keep results between calls (static buffers, caches keyed by shape)."
+        return None
+    return problems, varies
 
 
 def _verdict_step(res: Result, step: checks.Case, run: sandbox.ChildRun) -> None:
@@ -666,7 +800,9 @@ def plausibility(t: dict, ex: exercises.Exercise, device: dict | None = None) ->
     return ""
 
 
-def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -> None:
+def _timing_meta(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -> dict | None:
+    """The worker's timing message, or None with the verdict made: no timing (a crash or hang at the timed
+    size), a failed or unavailable timing, inputs written or a wrong result during the timed rounds."""
     timings = [(m, a) for m, a in run.messages if {"timing", "timing_error", "timing_unavailable"} & m.keys()]
     if len(timings) != 1 or run.crashed or run.timed_out or run.messages[-1][0] is not timings[0][0]:
         # no timing: it crashed or hung at the timed size, so the kernel is not correct there either
@@ -679,7 +815,7 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
             "It works on the small shapes only: look for a fixed-size array, an int that overflows, "
             "or a grid dimension over its limit at the large size."
         )
-        return
+        return None
     meta, _ = timings[0]
     if "timing_error" in meta:
         res.correct = False
@@ -687,18 +823,18 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
             f"correct on the test shapes, but the timed run at "
             f"{'x'.join(map(str, ex.bench_shape))} failed: {meta['timing_error']}"
         )
-        return
+        return None
     if "timing_unavailable" in meta:
         res.message = f"correct on every shape, but not timed: {meta['timing_unavailable']}"
         res.hint = ex.slow_hint
-        return
+        return None
     if meta.get("inputs_changed"):
         res.correct = False
         res.message = (
             f"the kernel wrote to its input {' and '.join(meta['inputs_changed'])} during the timed "
             "runs: inputs are const and must be left as they were."
         )
-        return
+        return None
     if meta.get("timed_failure"):  # the worker checks every timed round on its fresh inputs
         res.correct = False
         res.message = "correct on the test shapes but wrong in the timed runs, " + meta["timed_failure"]
@@ -706,6 +842,13 @@ def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -
             "Each call must compute its result from the inputs it is given now: a result kept from an "
             "earlier call, or work skipped when the inputs look unchanged, is wrong here."
         )
+        return None
+    return meta
+
+
+def _verdict_speed(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun) -> None:
+    meta = _timing_meta(res, ex, run)
+    if meta is None:  # no usable timing: the verdict is made
         return
     t = meta["timing"]
     if ex.baseline == "cublas" and "baseline" not in t and "cublas" in t:  # warptile: the bar is cuBLAS itself

@@ -7,7 +7,7 @@
 Correctness is graded like every exercise, on the CPU backend (bounds checks, guard zones, NaN
 poison; its instrumented build is far too slow to time). The speed verdict times this module's
 optimised build of the submission against its baseline (kernels/00_cpu_naive.cu), in the worker
-child, on inputs redrawn before every round and checked after it (worker.FreshRounds): the same
+child, on inputs redrawn before every round and checked after it (grader.worker: FreshRounds): the same
 rules as the GPU timing, with a monotonic clock instead of CUDA events. Timed on any machine.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import platform
 import secrets
 import shutil
 import statistics
@@ -26,9 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import contract, exercises, linkcheck, toolchain
+from . import exercises, linkcheck, toolchain
 from .errors import CannotGrade, CompileError
-from .machine import cpu_name  # the CPU a build is for, and that the worker reports timing on
 from .procs import run_all
 
 GXX = os.environ.get("CXX", "g++")
@@ -37,6 +37,17 @@ GXX = os.environ.get("CXX", "g++")
 # cannot call a BLAS that happens to be loaded in the grader's process (torch's, numpy's).
 HOST_FLAGS = ("-O3", "-march=native", "-std=c++17", "-fPIC", "-shared", "-fno-strict-aliasing", "-Wl,-z,defs")
 _LINK_ONLY = ("-shared", "-Wl,-z,defs")
+
+
+def cpu_name() -> str:
+    """The CPU a build is for, and that the worker reports host timing on (notebook 00 names it too)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def build(source: str, exercise: str, filename: str = "kernel.cu", timeout: float | None = None) -> Path:
@@ -161,41 +172,6 @@ def time_calls(
         if n >= max_runs or (n >= min_runs and time.perf_counter() - t0 > max_seconds):
             break
     return {k: _summary(v, v) for k, v in samples.items()}
-
-
-def time_kernels(mem, req: dict, exercise: str) -> tuple[dict, object]:
-    """The worker's speed measurement of a host exercise: the submission's optimised build (req["lib"],
-    loaded as library "fast" where the submission runs: the native runner, whose clock times it), its
-    baseline (req["baseline_lib"], in this process) and numpy's matmul (for information), on inputs
-    drawn afresh every round."""
-    import torch
-
-    from .worker import FreshRounds, _dims, _graded_inputs, _launch_args, _poison_word
-
-    shape = tuple(req["shape"])
-    m, n, _ = shape
-    dims = _dims(exercise, shape)
-    (launcher,) = exercises.launchers(exercise)
-    mem.runner.load("fast", req["lib"])
-    word = _poison_word(torch.float32)
-    bufs = {
-        k: mem.alloc(k, [dims[d] for d in contract.SHAPES[k]], torch.float32, word) for k in _graded_inputs(exercise)
-    }
-    c = mem.alloc("C", [m, n], torch.float32, word)
-    rounds = FreshRounds(exercise, shape, mem, bufs, {"C": c}, req["seed"], "cpu")
-    ins = rounds.copies
-    base = HostGemm(Path(req["baseline_lib"]), exercise)
-    c_base, c_np = torch.empty(m, n), np.empty((m, n), dtype=np.float32)
-    a_np, b_np = ins["A"].numpy(), ins["B"].numpy()  # views: redrawn in place with the copies
-    calls = {
-        "kernel": mem.timed([("fast", launcher.name, _launch_args(launcher, bufs | {"C": c}, dims))], rounds, True),
-        "baseline": lambda: base.raw(ins["A"], ins["B"], c_base),
-        "numpy": lambda: np.matmul(a_np, b_np, out=c_np),
-    }
-    times = time_calls(
-        calls, max_seconds=req.get("max_seconds", 6.0), before_round=rounds.refresh, after_round=rounds.check
-    )
-    return {k: t.as_dict() for k, t in times.items()}, rounds
 
 
 def timing_request(ex, source: str, filename: str, timeout: float | None = None) -> dict:

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from .errors import CannotGrade
+from .gradebook import write_gradebook
 
 
 def parse(spec: str) -> tuple[int, int]:
@@ -56,8 +57,6 @@ def _load(path: Path) -> dict:
 
 def merge(out, parts) -> list[dict]:
     """Check the shards and write their union as one gradebook at `out` (CSV, JSON beside it)."""
-    from .batch import FIELDS, write_gradebook  # noqa: F401  (the one gradebook writer)
-
     parts = [Path(p) for p in parts]
     if not parts:
         raise CannotGrade("merge: give the shards' gradebooks (CSV files written by batch --shard)")

@@ -14,6 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
+# what one compile (nvcc, g++) may take; the source scan before it gets the same (grader.forbidden)
+COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
+
 
 def run_all(
     cmds: list[list[str]], cwd: Path | str | None = None, timeout: float | None = None

@@ -122,20 +122,12 @@ def time_gpu(
     first call after before_round/after_round (on the H200 the first call after the grader's
     check ran 2-5 % slower: benchmarks/relu_timing_gap.py). head_start_us: see head_start (0: none,
     the host's launch overhead is then timed too)."""
-    for fn in fns.values():  # warm-up: module load, caches, clocks
-        for _ in range(warmup):
-            fn()
-    torch.cuda.synchronize()
-    t_warm = time.perf_counter()
-    while (time.perf_counter() - t_warm) * 1e3 < warmup_ms:
-        for fn in fns.values():
-            fn()
-        torch.cuda.synchronize()
+    _warm_up(fns, warmup, warmup_ms)
     flush_mode = flush if flush in ("read", "clean") else "write"  # True: "write"
 
     samples: dict[str, list[float]] = {k: [] for k in fns}
     host: dict[str, list[float]] = {k: [] for k in fns}
-    pre, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    events = tuple(torch.cuda.Event(enable_timing=True) for _ in range(3))
     t0 = time.perf_counter()
     order = list(fns.items())
     while True:
@@ -148,20 +140,9 @@ def time_gpu(
                 samples[name].append(ms)
                 host[name].append(host_ms)
                 continue
-            torch.cuda.synchronize()
-            h0 = time.perf_counter()
-            pre.record()
-            if flush:
-                flush_l2(flush_mode)
-            if head_start_us:
-                head_start(head_start_us)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            # the host's time for the call: its clock, less the GPU's time for the flush and head start
-            host[name].append(max(0.0, (time.perf_counter() - h0) * 1e3 - pre.elapsed_time(start)))
-            samples[name].append(start.elapsed_time(end))
+            ms, host_ms = _timed_call(fn, flush_mode if flush else "", head_start_us, events)
+            samples[name].append(ms)
+            host[name].append(host_ms)
         n = len(samples[name])
         if rotate:
             order = order[1:] + order[:1]
@@ -172,6 +153,37 @@ def time_gpu(
         if n >= min_runs and all(_sem(s) <= rel_err for s in samples.values()):
             break
     return {k: _summary(samples[k], host[k]) for k in fns}
+
+
+def _warm_up(fns: dict, warmup: int, warmup_ms: float) -> None:
+    """`warmup` calls of each (module load, caches, clocks), then round-robin until warmup_ms have passed."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    t_warm = time.perf_counter()
+    while (time.perf_counter() - t_warm) * 1e3 < warmup_ms:
+        for fn in fns.values():
+            fn()
+        torch.cuda.synchronize()
+
+
+def _timed_call(fn, flush_mode: str, head_start_us: float, events) -> tuple[float, float]:
+    """One call in this process: (event ms, host ms), after the flush ("": none) and the head start."""
+    pre, start, end = events
+    torch.cuda.synchronize()
+    h0 = time.perf_counter()
+    pre.record()
+    if flush_mode:
+        flush_l2(flush_mode)
+    if head_start_us:
+        head_start(head_start_us)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    # the host's time for the call: its clock, less the GPU's time for the flush and head start
+    return start.elapsed_time(end), max(0.0, (time.perf_counter() - h0) * 1e3 - pre.elapsed_time(start))
 
 
 def _sem(xs: list[float]) -> float:

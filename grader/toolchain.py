@@ -33,12 +33,11 @@ from pathlib import Path
 
 from . import exercises, linkcheck
 from .errors import CannotGrade, CompileError, Forbidden, GraderError
-from .procs import run_all
+from .procs import COMPILE_TIMEOUT_S, run_all
 
 # compile (-c); the link is `nvcc -shared`. -g1 for the host code: the call check names the learner's line.
 NVCC_FLAGS = ("-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-Xcompiler", "-g1", "--std=c++17")
 REFUSED = "forbidden.txt"  # in a build's cache folder instead of kernel.so: the call check refused it
-COMPILE_TIMEOUT_S = float(os.environ.get("GRADER_COMPILE_TIMEOUT", "120"))
 # The CPU backend's device compile: the course's lowest GPU (a T4), device code only (-cubin: no host pass, which
 # g++ does; kernels/02_tiled.cu on the 2-core CI machine, 2026-12-03: 0.56-0.68 s against 1.37-1.51 s for -c).
 DEVICE_CHECK_ARCH = "sm_75"
@@ -160,26 +159,7 @@ def build(
     grader's own tests of its other defences), CannotGrade when the toolchain is missing.
     """
     timeout = timeout or COMPILE_TIMEOUT_S
-    if backend == "cuda":
-        nvcc = find_nvcc()
-        if not nvcc:
-            raise CannotGrade(
-                "nvcc not found. Install the CUDA toolkit (its major version must match "
-                "torch.version.cuda) or set CUDA_HOME; or use --backend cpu."
-            )
-        arch = gpu_arch()
-        ident = f"nvcc {nvcc_version()} {arch} {' '.join(NVCC_FLAGS)}"
-    elif backend == "cpu":
-        from . import cpu, hostcc
-
-        hostcc.require()  # no g++, or clang: the machine's problem (exit 2), not the kernel's
-        # (a sanitize build re-runs a file that built already; GRADER_DEVICE_CHECK=0 skips it everywhere)
-        device_nvcc = None if sanitize or os.environ.get("GRADER_DEVICE_CHECK", "1") == "0" else find_nvcc()
-        ident = f"cpu {cpu.toolchain_id()} sanitize={sanitize}"
-        if device_nvcc:
-            ident += f" device-check nvcc {nvcc_version()} {DEVICE_CHECK_ARCH}"
-    else:
-        raise CannotGrade(f"unknown backend {backend!r}: use cuda or cpu")
+    ident, nvcc, arch, device_nvcc = _compilers(backend, sanitize)
 
     checked = f"linkcheck {linkcheck.VERSION}" if check_calls else "calls unchecked"
     key = _key(backend, ident, checked, exercise or "", " ".join(extra_flags), filename, source)
@@ -199,28 +179,7 @@ def build(
         if backend == "cuda":
             _nvcc_compile(nvcc, arch, source, exercise, filename, work, extra_flags, timeout, check_calls)
         else:
-            from . import cpu
-
-            device = _DeviceCompile(device_nvcc, source, exercise, filename, work, extra_flags, timeout)
-            try:
-                cpu.compile_library(
-                    source,
-                    work / "kernel.so",
-                    filename=filename,
-                    prelude=exercises.declarations(exercise) if exercise else "",
-                    sanitize=sanitize,
-                    workdir=work,
-                    timeout=timeout,
-                    defines=extra_flags,
-                    check_calls=check_calls,
-                )
-            except GraderError:  # g++'s message, in the CPU backend's words (file:line); nvcc's is not needed
-                try:
-                    device.check()  # waited for: it compiles in `work`
-                except GraderError:
-                    pass
-                raise
-            device.check()
+            _cpu_compile(device_nvcc, source, exercise, filename, work, extra_flags, timeout, sanitize, check_calls)
         _publish(work, out_dir)
     except Forbidden as e:  # cached like a build: the same file is refused at once next time
         shutil.rmtree(work, ignore_errors=True)
@@ -238,6 +197,57 @@ def build(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return Build(lib, backend, exercise, key, cached=False)
+
+
+def _compilers(backend: str, sanitize: bool) -> tuple[str, str | None, str | None, str | None]:
+    """(what the build key says of the compilers, nvcc and the arch for a cuda build, the nvcc of a CPU
+    build's device check or None); CannotGrade when the backend's compiler is missing."""
+    if backend == "cuda":
+        nvcc = find_nvcc()
+        if not nvcc:
+            raise CannotGrade(
+                "nvcc not found. Install the CUDA toolkit (its major version must match "
+                "torch.version.cuda) or set CUDA_HOME; or use --backend cpu."
+            )
+        arch = gpu_arch()
+        return f"nvcc {nvcc_version()} {arch} {' '.join(NVCC_FLAGS)}", nvcc, arch, None
+    if backend == "cpu":
+        from . import cpu, hostcc
+
+        hostcc.require()  # no g++, or clang: the machine's problem (exit 2), not the kernel's
+        # (a sanitize build re-runs a file that built already; GRADER_DEVICE_CHECK=0 skips it everywhere)
+        device_nvcc = None if sanitize or os.environ.get("GRADER_DEVICE_CHECK", "1") == "0" else find_nvcc()
+        ident = f"cpu {cpu.toolchain_id()} sanitize={sanitize}"
+        if device_nvcc:
+            ident += f" device-check nvcc {nvcc_version()} {DEVICE_CHECK_ARCH}"
+        return ident, None, None, device_nvcc
+    raise CannotGrade(f"unknown backend {backend!r}: use cuda or cpu")
+
+
+def _cpu_compile(device_nvcc, source, exercise, filename, work: Path, extra_flags, timeout, sanitize, check_calls):
+    """The CPU backend's build in `work`, with nvcc's device check beside g++ (where nvcc is)."""
+    from . import cpu
+
+    device = _DeviceCompile(device_nvcc, source, exercise, filename, work, extra_flags, timeout)
+    try:
+        cpu.compile_library(
+            source,
+            work / "kernel.so",
+            filename=filename,
+            prelude=exercises.declarations(exercise) if exercise else "",
+            sanitize=sanitize,
+            workdir=work,
+            timeout=timeout,
+            defines=extra_flags,
+            check_calls=check_calls,
+        )
+    except GraderError:  # g++'s message, in the CPU backend's words (file:line); nvcc's is not needed
+        try:
+            device.check()  # waited for: it compiles in `work`
+        except GraderError:
+            pass
+        raise
+    device.check()
 
 
 class _DeviceCompile:

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import binding, checks, contract, exercises, profile, protocol
+from . import binding, checks, contract, exercises, protocol
+from .cpu import counters
 from .binding import KernelModule
 from .checks import INPUT_GUARD_BITS, POISON_BITS, POISON_MASK
 from .errors import GraderError, KernelError, LauncherError
@@ -407,75 +408,30 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
     exercise = mem.exercise
     shape = tuple(req["shape"])
     dims = _dims(exercise, shape)
-    bufs = {
-        n: mem.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
-        for n in _graded_inputs(exercise)
-    }
+    alloc = lambda n, buffer_id=None: mem.alloc(  # noqa: E731
+        buffer_id or n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n))
+    )
+    bufs = {n: alloc(n) for n in _graded_inputs(exercise)}
     outs: dict[str, Handle] = {}
     steps = []
     for launcher in exercises.launchers(exercise):
         for n in contract.outputs(launcher):
-            outs.setdefault(n, mem.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n))))
+            outs.setdefault(n, alloc(n))
         steps.append(("sub", launcher.name, _launch_args(launcher, bufs | outs, dims)))
     rounds = FreshRounds(exercise, shape, mem, bufs, outs, req["seed"], copy_device)
-    ins = rounds.copies  # this process's copy of every round's inputs
     calls = {"kernel": mem.timed(steps, rounds, checked=True)}
     if own_pass:
-        gemm = contract.GEMM
-        if not mem.has("sub", gemm.name):
-            raise LauncherError(
-                "the timed run compares gemm_relu with your own GEMM followed by a separate bias + ReLU + mask "
-                'pass, so the file must also define\n    extern "C" '
-                + gemm.signature
-                + "\n(your kernel without the epilogue: C = A . B)"
-            )
-        mine = {
-            n: mem.alloc(f"{n} (gemm)", [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
-            for n in ("C", "Y", "mask")
-        }
-        alone = ("sub", gemm.name, _launch_args(gemm, bufs | {"C": mine["C"]}, dims))
-        pass_args = _launch_args(
-            contract.BIAS_RELU_MASK, {"C": mine["C"], "bias": bufs["bias"], "Y": mine["Y"], "mask": mine["mask"]}, dims
-        )
-        calls["baseline"] = mem.timed([alone, ("pass", contract.BIAS_RELU_MASK.name, pass_args)], rounds)
-        calls["gemm_alone"] = mem.timed([alone], rounds)
+        calls |= _own_gemm_then_pass(mem, rounds, bufs, dims, alloc)
     elif baseline is not None:
-        local = Local(baseline)
-        made = {}
-        for launcher in exercises.launchers(baseline.exercise):
-            for n in contract.outputs(launcher):
-                made.setdefault(
-                    n, local.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
-                )
-        args = [
-            [ins[n] if n in ins else local.tensor(made[n]) for _, n in contract.tensor_params(l)]
-            for l in exercises.launchers(baseline.exercise)
-        ]
-        fns = [getattr(baseline.launch, l.name) for l in exercises.launchers(baseline.exercise)]
-        calls["baseline"] = lambda: [f(*a) for f, a in zip(fns, args)]
-    if exercises.kind(exercise).cublas:
-        c = torch.empty(dims["M"], dims["N"], device=copy_device)
-        torch.backends.cuda.matmul.allow_tf32 = False
-        if exercises.kind(exercise).epilogue:
-            calls["cublas"] = lambda: torch.addmm(ins["bias"], ins["A"], ins["B"], out=c).relu_()
-        else:
-            calls["cublas"] = lambda: torch.matmul(ins["A"], ins["B"], out=c)
-    elif exercises.kind(exercise).torch_pair:
-        # torch's pair with the activation it saves: computed before the round, so that its backward reads
-        # Y from memory as it would in training (reading the Y relu() just wrote finds part of it in L2)
-        saved = torch.empty_like(ins["X"])
-
-        def torch_pair():
-            return torch.relu(ins["X"]), torch.ops.aten.threshold_backward(ins["dY"], saved, 0)
-
-        saved.copy_(torch.relu(ins["X"]))
-        calls["torch"] = torch_pair
+        calls["baseline"] = _file_baseline(baseline, rounds.copies, dims)
     before_round = rounds.refresh
-    if "torch" in calls:
+    reference, refresh_reference = _library_reference(exercise, rounds.copies, dims, copy_device)
+    calls |= reference
+    if refresh_reference:
 
         def before_round():
             rounds.refresh()
-            saved.copy_(torch.relu(ins["X"]))
+            refresh_reference()
 
     times = time_gpu(
         calls, max_seconds=req.get("max_seconds", 10.0), before_round=before_round, after_round=rounds.check
@@ -484,6 +440,71 @@ def time_kernels(mem, baseline: KernelModule | None, req: dict, copy_device=None
     if req.get("baseline") == "torch" and "torch" in times:
         times["baseline"] = times["torch"]
     return {k: t.as_dict() for k, t in times.items()}, rounds
+
+
+def _own_gemm_then_pass(mem, rounds: FreshRounds, bufs: dict, dims: dict, alloc) -> dict:
+    """gemm_relu's baseline: the submission's own `gemm`, then the baseline file's separate pass on its C
+    (library "pass", in the runner); and that `gemm` alone."""
+    gemm = contract.GEMM
+    if not mem.has("sub", gemm.name):
+        raise LauncherError(
+            "the timed run compares gemm_relu with your own GEMM followed by a separate bias + ReLU + mask "
+            'pass, so the file must also define\n    extern "C" '
+            + gemm.signature
+            + "\n(your kernel without the epilogue: C = A . B)"
+        )
+    mine = {n: alloc(n, f"{n} (gemm)") for n in ("C", "Y", "mask")}
+    alone = ("sub", gemm.name, _launch_args(gemm, bufs | {"C": mine["C"]}, dims))
+    pass_args = _launch_args(
+        contract.BIAS_RELU_MASK, {"C": mine["C"], "bias": bufs["bias"], "Y": mine["Y"], "mask": mine["mask"]}, dims
+    )
+    return {
+        "baseline": mem.timed([alone, ("pass", contract.BIAS_RELU_MASK.name, pass_args)], rounds),
+        "gemm_alone": mem.timed([alone], rounds),
+    }
+
+
+def _file_baseline(baseline: KernelModule, ins: dict, dims: dict):
+    """The baseline kernel file's launchers, here, on this process's copy of the inputs."""
+    local = Local(baseline)
+    made = {}
+    for launcher in exercises.launchers(baseline.exercise):
+        for n in contract.outputs(launcher):
+            made.setdefault(
+                n, local.alloc(n, [dims[d] for d in contract.SHAPES[n]], _dtype(n), _poison_word(_dtype(n)))
+            )
+    args = [
+        [ins[n] if n in ins else local.tensor(made[n]) for _, n in contract.tensor_params(l)]
+        for l in exercises.launchers(baseline.exercise)
+    ]
+    fns = [getattr(baseline.launch, l.name) for l in exercises.launchers(baseline.exercise)]
+    return lambda: [f(*a) for f, a in zip(fns, args)]
+
+
+def _library_reference(exercise: str, ins: dict, dims: dict, copy_device) -> tuple[dict, object]:
+    """The library's version, for the ratio quoted beside the baseline's: cuBLAS (a GEMM; addmm + relu
+    for the fused epilogue) or torch's ReLU pair; and what must run before each round (or None)."""
+    kind = exercises.kind(exercise)
+    if kind.cublas:
+        c = torch.empty(dims["M"], dims["N"], device=copy_device)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        if kind.epilogue:
+            return {"cublas": lambda: torch.addmm(ins["bias"], ins["A"], ins["B"], out=c).relu_()}, None
+        return {"cublas": lambda: torch.matmul(ins["A"], ins["B"], out=c)}, None
+    if kind.torch_pair:
+        # torch's pair with the activation it saves: computed before the round, so that its backward reads
+        # Y from memory as it would in training (reading the Y relu() just wrote finds part of it in L2)
+        saved = torch.empty_like(ins["X"])
+
+        def torch_pair():
+            return torch.relu(ins["X"]), torch.ops.aten.threshold_backward(ins["dY"], saved, 0)
+
+        def refresh():
+            saved.copy_(torch.relu(ins["X"]))
+
+        refresh()
+        return {"torch": torch_pair}, refresh
+    return {}, None
 
 
 def _device() -> dict:
@@ -605,31 +626,31 @@ def _serve_cases(req: dict, cases: list, mem: Remote, base, send) -> int:
             if not _run_step(mem, inputs, send):
                 return 0
             continue
-        for seed in profile.schedules(req, meta["case"]):
+        for seed in counters.schedules(req, meta["case"]):
             mem.configure_cpu(schedule_seed=seed)
             digests: dict[str, str] = {}
-            counted = profile.counting(req, meta["case"], seed, mem)  # access counts of this very run
+            counted = counters.counting(req, meta["case"], seed, mem)  # access counts of this very run
             try:
                 outs = run_case(mem, meta["shape"], inputs, digests)
             except RunnerDied:
                 raise
             except GraderError as e:
                 if counted:
-                    profile.take(mem)
+                    counters.take(mem)
                 send({"case": meta["case"], "schedule": seed, "error": str(e)})
                 if mem.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
             send(
                 {"case": meta["case"], "schedule": seed, "inputs_sha256": digests}
-                | ({"profile": profile.take(mem)} if counted else {}),
+                | ({"profile": counters.take(mem)} if counted else {}),
                 {k: v.numpy() for k, v in outs.items()},
             )
     if req.get("timing") and req["timing"].get("host"):  # a host exercise: timed on the CPU (grader.host)
         from . import host
 
         try:
-            times, rounds = host.time_kernels(mem, req["timing"], req["exercise"])
+            times, rounds = _time_host(mem, req["timing"], req["exercise"])
             send(
                 {
                     "timing": times,
@@ -662,6 +683,39 @@ def _serve_cases(req: dict, cases: list, mem: Remote, base, send) -> int:
         except GraderError as e:
             send({"timing_error": str(e)})
     return 0
+
+
+def _time_host(mem, req: dict, exercise: str) -> tuple[dict, FreshRounds]:
+    """The worker's speed measurement of a host exercise (grader.host): the submission's optimised build
+    (req["lib"], loaded as library "fast" where the submission runs: the native runner, whose clock times
+    it), its baseline (req["baseline_lib"], in this process) and numpy's matmul (for information), on
+    inputs drawn afresh every round. Here, not in grader.host: it drives this module's FreshRounds."""
+    from .host import HostGemm, time_calls
+
+    shape = tuple(req["shape"])
+    m, n, _ = shape
+    dims = _dims(exercise, shape)
+    (launcher,) = exercises.launchers(exercise)
+    mem.runner.load("fast", req["lib"])
+    word = _poison_word(torch.float32)
+    bufs = {
+        k: mem.alloc(k, [dims[d] for d in contract.SHAPES[k]], torch.float32, word) for k in _graded_inputs(exercise)
+    }
+    c = mem.alloc("C", [m, n], torch.float32, word)
+    rounds = FreshRounds(exercise, shape, mem, bufs, {"C": c}, req["seed"], "cpu")
+    ins = rounds.copies
+    base = HostGemm(Path(req["baseline_lib"]), exercise)
+    c_base, c_np = torch.empty(m, n), np.empty((m, n), dtype=np.float32)
+    a_np, b_np = ins["A"].numpy(), ins["B"].numpy()  # views: redrawn in place with the copies
+    calls = {
+        "kernel": mem.timed([("fast", launcher.name, _launch_args(launcher, bufs | {"C": c}, dims))], rounds, True),
+        "baseline": lambda: base.raw(ins["A"], ins["B"], c_base),
+        "numpy": lambda: np.matmul(a_np, b_np, out=c_np),
+    }
+    times = time_calls(
+        calls, max_seconds=req.get("max_seconds", 6.0), before_round=rounds.refresh, after_round=rounds.check
+    )
+    return {k: t.as_dict() for k, t in times.items()}, rounds
 
 
 def _in_memory(data: np.ndarray, name: str) -> str:
