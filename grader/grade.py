@@ -11,6 +11,7 @@ same child, the same way, and must reach the exercise's threshold.
 from __future__ import annotations
 
 import os
+import random
 import re
 import secrets
 import shlex
@@ -183,15 +184,15 @@ def grade(
             return res
         res.compiled = True
 
-        cases, profile_seed, step = drawing.result()
+        cases, profiled, step = drawing.result()
         request = {
             "lib": str(build.path),
             "exercise": exercise,
             "backend": backend,
             "schedules": SCHEDULES_CPU if backend == "cpu" else [0],
         }
-        if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
-            request["profile"] = profile.grading_request(exercise, len(cases) - 1, profile_seed)
+        if profiled is not None:  # two cases are at the profile shapes: they are checked and counted
+            request["profile"] = profile.grading_request(exercise, [i for i, _, _ in profiled.cases], profiled.seed)
         if timed and on_host:
             try:
                 request |= {"timing": host.timing_request(ex, source, filename, compile_timeout)}
@@ -270,14 +271,15 @@ def grade(
             res.profile = beside.result()
             lap("profile_wait")
     elif res.correct and request.get("profile"):
-        _verdict_access(res, ex, run, request["profile"]["case"], build.path, filename)
+        _verdict_access(res, ex, run, profiled.cases, build.path, filename)
         if not res.passed and profile.NO_GLOBAL_LOADS in res.message and res.profile and res.profile.get("sampled"):
             # the sampled blocks did nothing (a persistent kernel whose first block took every tile off a
             # queue): count every block before saying no kernel did the work
-            counted = shapes.profile_shape(ex.profile_shape, seed)
+            counted = [shape for _, shape, _ in profiled.cases]
             again = _profile_run(exercise, source, filename, ex, compile_timeout, timeout, blocks="all", shape=counted)
             if again is not None:
-                _verdict_access(res, ex, again, 0, build.path, filename)
+                renumbered = [(i, shape, odd) for i, (_, shape, odd) in enumerate(profiled.cases)]
+                _verdict_access(res, ex, again, renumbered, build.path, filename)
     elif res.correct and step is not None:
         res.passed = True
         res.message = (
@@ -328,8 +330,16 @@ def _discard(early: Future) -> None:
     early.add_done_callback(close)
 
 
+@dataclass
+class Profiled:
+    """The counted cases of a CPU-backend grade: (index in the cases, shape, unaligned?) each."""
+
+    seed: int  # the blocks sampled are drawn from it
+    cases: list[tuple[int, tuple[int, ...], bool]]
+
+
 def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
-    """The run's test cases from its seed: (cases, the profile's seed or None, the mlp_step step or None)."""
+    """The run's test cases from its seed: (cases, the Profiled cases or None, the mlp_step step or None)."""
     gen = torch.Generator().manual_seed(seed)
     fixed = ex.shapes if backend == "cuda" else ex.cpu_shapes
     # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
@@ -337,38 +347,57 @@ def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
     cases = [checks.make_case(exercise, s, gen) for s in fixed for _ in range(2)]
     drawn = shapes.draw(len(fixed[0]), seed, rows=backend == "cuda" or ex.cpu_long_rows)
     cases += [checks.make_case(exercise, s, gen, variant=i) for i, s in enumerate(drawn)]  # some scaled
-    profile_seed = None
-    if backend == "cpu" and ex.access and exercise not in contract.HOST:  # one more case, counted
-        profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
-        cases.append(checks.make_case(exercise, shapes.profile_shape(ex.profile_shape, seed), gen))
+    profiled = None
+    if backend == "cpu" and ex.access and exercise not in contract.HOST:  # two more cases, counted
+        profiled = _profiled_cases(exercise, ex, seed, gen, cases)
     step = mlp.step_case(gen) if exercise == "mlp_step" else None  # one training step, after the launchers
-    return cases, profile_seed, step
+    return cases, profiled, step
 
 
-def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, case: int, lib, filename: str) -> None:
-    """The CPU backend's verdict on a correct kernel: the exercise's access bounds, on the counts of
-    the checked run of the profile case (grader.profile)."""
-    raw = next((m["profile"] for m, _ in run.messages if m.get("case") == case and "profile" in m), None)
-    counted = shapes.profile_shape(ex.profile_shape, res.seed)  # the shape _draw_cases gave that case
-    prof, problems = profile.judge(ex.name, counted, raw, lib, filename)
-    if prof is None:
-        res.correct = False
-        res.message = "correct on the test shapes, but the profiled run sent no access counts"
-        return
+def _profiled_cases(exercise: str, ex: exercises.Exercise, seed: int, gen: torch.Generator, cases: list) -> Profiled:
+    """Add the cases at the two profile shapes (grader.shapes.profile_shapes: aligned, unaligned) to `cases`,
+    each at a place drawn from the seed: a launcher that runs its lesson's kernel only on its last call
+    (or its n-th), or only where every dimension is aligned, is counted where it does not."""
+    profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
+    made = [checks.make_case(exercise, s, gen) for s in shapes.profile_shapes(ex.profile_shape, seed)]
+    place = random.Random(f"grader.grade/profiled/{seed}")
+    for case in made:
+        cases.insert(place.randint(0, len(cases)), case)
+    where = [next(i for i, c in enumerate(cases) if c is case) for case in made]
+    return Profiled(profile_seed, [(i, tuple(c.shape), odd) for i, c, odd in zip(where, made, (False, True))])
+
+
+def _verdict_access(
+    res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, profiled: list, lib, filename: str
+) -> None:
+    """The CPU backend's verdict on a correct kernel: the exercise's access bounds, on the counts of the
+    checked runs of the profiled cases (grader.profile; `profiled`: Profiled.cases), at the unaligned
+    shape with each bound's slack there (exercises.AccessBound.unaligned)."""
+    judged = []
+    for case, shape, odd in profiled:
+        raw = next((m["profile"] for m, _ in run.messages if m.get("case") == case and "profile" in m), None)
+        prof, problems = profile.judge(ex.name, shape, raw, lib, filename, unaligned=odd)
+        if prof is None:
+            res.correct = False
+            res.message = "correct on the test shapes, but the profiled run sent no access counts"
+            return
+        judged.append((prof, problems, "x".join(map(str, shape)), odd))
+    prof, problems, dims, odd = next((j for j in judged if j[1]), judged[0])  # a miss, else the aligned shape
     res.profile = prof.as_dict()
     res.evidence = profile.EVIDENCE_CPU  # a pass or a miss, the verdict rests on the access counts
-    shape = "x".join(map(str, counted))
     if problems:
+        odd_note = "no dimension aligned, so the bounds allow for partial tiles; " if odd else ""
         res.message = (
-            f"correct, but the access profile at {shape} misses this exercise's idea "
-            f"(CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems)
+            f"correct, but the access profile at {dims} misses this exercise's idea "
+            f"({odd_note}CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems)
         )
         res.hint = ex.slow_hint
         return
     res.passed = True
+    others = " and ".join(d for _, _, d, _ in judged[1:])
     res.message = (
-        f"correct on every shape; access counts at {shape} meet the exercise's bounds: "
-        f"{profile.summary(prof)} (CPU backend: no timing without a GPU)"
+        f"correct on every shape; access counts at {dims} (and at {others}, no dimension aligned) meet the "
+        f"exercise's bounds: {profile.summary(prof)} (CPU backend: no timing without a GPU)"
     )
 
 
@@ -402,23 +431,25 @@ def _profile_run(
     compile_timeout: float | None,
     timeout: float | None,
     blocks: str = "sample",
-    shape: tuple[int, ...] | None = None,
+    shape: list[tuple[int, ...]] | None = None,
 ) -> sandbox.ChildRun | None:
-    """One counted run of the file on the CPU backend at the exercise's profile shape, on fresh inputs
-    (case 0), in a child; None when it cannot be had."""
+    """One counted run of the file on the CPU backend at each of these shapes (default: the exercise's profile
+    shape), on fresh inputs (cases 0, 1 ...), in a child; None when it cannot be had."""
     try:
         build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
-        case = checks.make_case(
-            exercise, shape or ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62))
-        )
+        gen = torch.Generator().manual_seed(secrets.randbits(62))
+        cases = [checks.make_case(exercise, s, gen) for s in shape or [ex.profile_shape]]
         request = {
             "lib": str(build.path),
             "exercise": exercise,
             "backend": "cpu",
             "schedules": [0],
-            "profile": profile.grading_request(exercise, 0, secrets.randbits(62), blocks=blocks),
+            "profile": profile.grading_request(exercise, list(range(len(cases))), secrets.randbits(62), blocks=blocks),
         }
-        wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
+        wire = [
+            ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
+            for i, c in enumerate(cases)
+        ]
         return sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
     except GraderError:
         return None

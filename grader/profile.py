@@ -629,26 +629,29 @@ EVIDENCE_NONE = "correctness only"
 EVIDENCE_HOST = "timed on CPU (host code)"  # cpu_blocked: plain C++, timed on any machine
 
 
-def grading_request(exercise: str, case: int, seed: int, blocks: str = "sample") -> dict:
-    """What the worker needs to count one grading case's first run (grader/worker.py): the blocks
-    are sampled from `seed`, which the parent draws secretly, edge blocks always included
+def grading_request(exercise: str, cases: list[int], seed: int, blocks: str = "sample") -> dict:
+    """What the worker needs to count the first run of each of these grading cases (grader/worker.py):
+    the blocks are sampled from `seed`, which the parent draws secretly, edge blocks always included
     (blocks="all": every block)."""
-    return {"case": case, "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET, "blocks": blocks}
+    return {"cases": list(cases), "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET, "blocks": blocks}
+
+
+def _counted(spec: dict | None, case: int) -> bool:
+    return bool(spec) and case in spec.get("cases", ())
 
 
 def schedules(req: dict, case: int) -> list[int]:
-    """Worker side: the thread schedules a case runs under. The profiled case runs once, in order,
-    with the race detector on (a second, shuffled run of the big shape would double its cost; the
+    """Worker side: the thread schedules a case runs under. A profiled case runs once, in order,
+    with the race detector on (a second, shuffled run of a big shape would double its cost; the
     other cases' shuffled runs look for races)."""
     all_ = req.get("schedules", [0])
-    spec = req.get("profile")
-    return all_[:1] if spec and case == spec["case"] else all_
+    return all_[:1] if _counted(req.get("profile"), case) else all_
 
 
 def counting(req: dict, case: int, schedule: int, mod) -> bool:
-    """Worker side: start counting if this run is the one the request names (its first schedule)."""
+    """Worker side: start counting if this run is one the request names (its first schedule)."""
     spec = req.get("profile")
-    if not spec or case != spec["case"] or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
+    if not _counted(spec, case) or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
         return False
     blocks = spec.get("blocks", "sample")
     configure(
@@ -661,13 +664,14 @@ def counting(req: dict, case: int, schedule: int, mod) -> bool:
 
 
 def judge(
-    exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None
+    exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None, unaligned: bool = False
 ) -> tuple[Profile | None, list[str]]:
-    """Parent side: the profile of the grading run that was checked, and the broken bounds."""
+    """Parent side: the profile of a grading run that was checked, and the broken bounds (unaligned: at
+    grader.shapes.profile_shapes' unaligned shape, with each bound's slack there)."""
     if not raw:
         return None, []
     prof = from_raw(exercise, shape, raw, str(lib_path) if lib_path else None, filename)
-    return prof, check_bounds(exercise, prof)
+    return prof, check_bounds(exercise, prof, unaligned)
 
 
 # grade.py counts every block again when a sampled profile's message holds this, so it says both cases
@@ -695,11 +699,15 @@ def _no_data(figure: str, prof: Profile) -> str | None:
     return None
 
 
-def check_bounds(exercise: str, prof: Profile) -> list[str]:
+def check_bounds(exercise: str, prof: Profile, unaligned: bool = False) -> list[str]:
     """Messages for every access bound of the exercise that the profile breaks ([] when none). A bound
     on a figure without data (no kernel launched, no global loads, a 0/0) is broken, never met: an
-    upper bound on 0 would pass a launcher that does the work on the host."""
+    upper bound on 0 would pass a launcher that does the work on the host. unaligned: the profile is
+    at a shape with no dimension aligned, where each bound is loosened by its `unaligned` factor (or,
+    None, not judged)."""
     bounds = exercises.get(exercise).access
+    if unaligned:
+        bounds = tuple(b.at_unaligned() for b in bounds if b.unaligned is not None)
     if bounds and (not prof.metrics.get(NCU["global", "ld"][0]) or (prof.sampled and prof.unrepresentative)):
         return [NO_GLOBAL_LOADS]
     problems = []
