@@ -382,6 +382,13 @@ CPU_EXPECT = {
         r"kernel k was launched with 256 threads per block, more than its __launch_bounds__\(128\) at "
         r"launch_bounds_exceeded\.cu:3 allows",
     ),
+    "launch_bounds_on_declaration.cu": (
+        True,
+        False,
+        False,
+        r"kernel k was launched with 256 threads per block, more than its __launch_bounds__\(64\) at "
+        r"launch_bounds_on_declaration\.cu:4 allows",
+    ),
 }
 # issue 22: what the student cannot predict (the profile shape, the inputs' scale and special values, sizes past
 # 2^18 floats) and hints that named the wrong cause
@@ -473,6 +480,7 @@ GPU_ANY_FAILURE = {
     "profile_padding_broadcasts.cu",  # uncoalesced: too slow
     "profile_padding_sector_loads.cu",
     "launch_bounds_exceeded.cu",  # the GPU refuses the launch: C stays unwritten
+    "launch_bounds_on_declaration.cu",
 }  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
