@@ -396,8 +396,8 @@ def _verdict_access(
     res.passed = True
     others = " and ".join(d for _, _, d, _ in judged[1:])
     res.message = (
-        f"correct on every shape; access counts at {dims} (and at {others}, no dimension aligned) meet the "
-        f"exercise's bounds: {profile.summary(prof)} (CPU backend: no timing without a GPU)"
+        f"correct on every shape; access counts at {dims} meet the exercise's bounds: {profile.summary(prof)} "
+        f"(and at {others}, no dimension aligned; CPU backend: no timing without a GPU)"
     )
 
 
