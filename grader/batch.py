@@ -130,7 +130,16 @@ _OUTCOMES = [
     (("wrong in the timed runs", "at the timed size", "the timed run at"), "wrong when timed"),
     (("did not finish", "time limit", "the kernel timed out"), "hang"),
     (
-        ("illegal memory access", "crashed", "wrote past", "wrote before", "CUDA error", "AddressSanitizer"),
+        # (the CPU backend's out-of-bounds reads, accesses and copies, with their line, as `check` shows them)
+        (
+            "illegal memory access",
+            "crashed",
+            "wrote past",
+            "wrote before",
+            "out-of-bounds",
+            "CUDA error",
+            "AddressSanitizer",
+        ),
         "crash or out of bounds",
     ),
     (("wrote to its input",), "wrote its inputs"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import re
 import secrets
 import shlex
@@ -122,10 +123,11 @@ class GradeContext:
     seed: int = 0
     beside: Future | None = None  # the CPU backend's profile of a timed GPU verdict
     early: Future | None = None  # the worker, started while the compiler runs (_start_early)
-    drawing: Future | None = None  # (cases, profile seed, step) from _draw_cases
+    drawing: Future | None = None  # (cases, profiled, step) from _draw_cases
     build: toolchain.Build | None = None
     cases: list = field(default_factory=list)
     step: checks.Case | None = None  # mlp_step's training step, after the launchers
+    profiled: "Profiled | None" = None  # the cases counted on the CPU backend (_profiled_cases)
     request: dict = field(default_factory=dict)
     wire: list = field(default_factory=list)
     run: sandbox.ChildRun | None = None
@@ -272,7 +274,7 @@ def _read_and_build(ctx: GradeContext) -> bool:
 def _prepare_run(ctx: GradeContext) -> bool:
     """Stage: the worker's request (cases, the profiled case, the timing and its baseline) and the cases on
     the wire. False: the verdict is final (a host exercise's optimised build is refused or fails)."""
-    cases, profile_seed, ctx.step = ctx.drawing.result()
+    cases, ctx.profiled, ctx.step = ctx.drawing.result()
     ctx.cases = cases
     ctx.request = {
         "lib": str(ctx.build.path),
@@ -280,8 +282,9 @@ def _prepare_run(ctx: GradeContext) -> bool:
         "backend": ctx.backend,
         "schedules": SCHEDULES_CPU if ctx.backend == "cpu" else [0],
     }
-    if profile_seed is not None:  # the last case is at the profile shape: it is checked and counted
-        ctx.request["profile"] = profile.grading_request(ctx.exercise, len(cases) - 1, profile_seed)
+    if ctx.profiled is not None:  # two cases are at the profile shapes: they are checked and counted
+        counted = [i for i, _, _ in ctx.profiled.cases]
+        ctx.request["profile"] = profile.grading_request(ctx.exercise, counted, ctx.profiled.seed)
     if ctx.timed and ctx.on_host:
         try:
             ctx.request |= {"timing": host.timing_request(ctx.ex, ctx.source, ctx.filename, ctx.opts.compile_timeout)}
@@ -393,17 +396,18 @@ def _judge_speed_or_access(ctx: GradeContext) -> None:
             res.profile = ctx.beside.result()
             ctx.lap("profile_wait")
     elif res.correct and ctx.request.get("profile"):
-        lib = ctx.build.path
-        _verdict_access(res, ex, run, ctx.request["profile"]["case"], lib, ctx.filename)
+        lib, profiled = ctx.build.path, ctx.profiled.cases
+        _verdict_access(res, ex, run, profiled, lib, ctx.filename)
         if not res.passed and profile.NO_GLOBAL_LOADS in res.message and res.profile and res.profile.get("sampled"):
             # the sampled blocks did nothing (a persistent kernel whose first block took every tile off a
             # queue): count every block before saying no kernel did the work
-            counted = shapes.profile_shape(ex.profile_shape, ctx.seed)
+            counted = [shape for _, shape, _ in profiled]
             again = _profile_run(
                 ctx.exercise, ctx.source, ctx.filename, ex, opts.compile_timeout, opts.timeout, "all", counted
             )
             if again is not None:
-                _verdict_access(res, ex, again, 0, lib, ctx.filename)
+                renumbered = [(i, shape, odd) for i, (_, shape, odd) in enumerate(profiled)]
+                _verdict_access(res, ex, again, renumbered, lib, ctx.filename)
     elif res.correct and ctx.step is not None:
         res.passed = True
         res.message = (
@@ -451,8 +455,16 @@ def _discard(early: Future) -> None:
     early.add_done_callback(close)
 
 
+@dataclass
+class Profiled:
+    """The counted cases of a CPU-backend grade: (index in the cases, shape, unaligned?) each."""
+
+    seed: int  # the blocks sampled are drawn from it
+    cases: list[tuple[int, tuple[int, ...], bool]]
+
+
 def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
-    """The run's test cases from its seed: (cases, the profile's seed or None, the mlp_step step or None)."""
+    """The run's test cases from its seed: (cases, the Profiled cases or None, the mlp_step step or None)."""
     gen = torch.Generator().manual_seed(seed)
     fixed = ex.shapes if backend == "cuda" else ex.cpu_shapes
     # two fresh inputs per fixed shape (a kernel that replays an earlier answer fails), then one
@@ -460,38 +472,57 @@ def _draw_cases(exercise: str, ex: exercises.Exercise, backend: str, seed: int):
     cases = [ex.kind.make_case(s, gen) for s in fixed for _ in range(2)]
     drawn = shapes.draw(len(fixed[0]), seed, rows=backend == "cuda" or ex.cpu_long_rows)
     cases += [ex.kind.make_case(s, gen, variant=i) for i, s in enumerate(drawn)]  # some scaled
-    profile_seed = None
-    if backend == "cpu" and ex.access and not ex.kind.host:  # one more case, counted
-        profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
-        cases.append(ex.kind.make_case(shapes.profile_shape(ex.profile_shape, seed), gen))
+    profiled = None
+    if backend == "cpu" and ex.access and not ex.kind.host:  # two more cases, counted
+        profiled = _profiled_cases(ex, seed, gen, cases)
     step = mlp.step_case(gen) if ex.kind.training_step else None  # one training step, after the launchers
-    return cases, profile_seed, step
+    return cases, profiled, step
 
 
-def _verdict_access(res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, case: int, lib, filename: str) -> None:
-    """The CPU backend's verdict on a correct kernel: the exercise's access bounds, on the counts of
-    the checked run of the profile case (grader.profile)."""
-    raw = next((m["profile"] for m, _ in run.messages if m.get("case") == case and "profile" in m), None)
-    counted = shapes.profile_shape(ex.profile_shape, res.seed)  # the shape _draw_cases gave that case
-    prof, problems = profile.judge(ex.name, counted, raw, lib, filename)
-    if prof is None:
-        res.correct = False
-        res.message = "correct on the test shapes, but the profiled run sent no access counts"
-        return
+def _profiled_cases(ex: exercises.Exercise, seed: int, gen: torch.Generator, cases: list) -> Profiled:
+    """Add the cases at the two profile shapes (grader.shapes.profile_shapes: aligned, unaligned) to `cases`,
+    each at a place drawn from the seed: a launcher that runs its lesson's kernel only on its last call
+    (or its n-th), or only where every dimension is aligned, is counted where it does not."""
+    profile_seed = int(torch.randint(1 << 62, (1,), generator=gen))
+    made = [ex.kind.make_case(s, gen) for s in shapes.profile_shapes(ex.profile_shape, seed)]
+    place = random.Random(f"grader.grade/profiled/{seed}")
+    for case in made:
+        cases.insert(place.randint(0, len(cases)), case)
+    where = [next(i for i, c in enumerate(cases) if c is case) for case in made]
+    return Profiled(profile_seed, [(i, tuple(c.shape), odd) for i, c, odd in zip(where, made, (False, True))])
+
+
+def _verdict_access(
+    res: Result, ex: exercises.Exercise, run: sandbox.ChildRun, profiled: list, lib, filename: str
+) -> None:
+    """The CPU backend's verdict on a correct kernel: the exercise's access bounds, on the counts of the
+    checked runs of the profiled cases (grader.profile; `profiled`: Profiled.cases), at the unaligned
+    shape with each bound's slack there (exercises.AccessBound.unaligned)."""
+    judged = []
+    for case, shape, odd in profiled:
+        raw = next((m["profile"] for m, _ in run.messages if m.get("case") == case and "profile" in m), None)
+        prof, problems = profile.judge(ex.name, shape, raw, lib, filename, unaligned=odd)
+        if prof is None:
+            res.correct = False
+            res.message = "correct on the test shapes, but the profiled run sent no access counts"
+            return
+        judged.append((prof, problems, "x".join(map(str, shape)), odd))
+    prof, problems, dims, odd = next((j for j in judged if j[1]), judged[0])  # a miss, else the aligned shape
     res.profile = prof.as_dict()
     res.evidence = profile.EVIDENCE_CPU  # a pass or a miss, the verdict rests on the access counts
-    shape = "x".join(map(str, counted))
     if problems:
+        odd_note = "no dimension aligned, so the bounds allow for partial tiles; " if odd else ""
         res.message = (
-            f"correct, but the access profile at {shape} misses this exercise's idea "
-            f"(CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems)
+            f"correct, but the access profile at {dims} misses this exercise's idea "
+            f"({odd_note}CPU backend: {prof.sampled or 'every block'}):\n  " + "\n  ".join(problems)
         )
         res.hint = ex.slow_hint
         return
     res.passed = True
+    others = " and ".join(d for _, _, d, _ in judged[1:])
     res.message = (
-        f"correct on every shape; access counts at {shape} meet the exercise's bounds: "
-        f"{profile.summary(prof)} (CPU backend: no timing without a GPU)"
+        f"correct on every shape; access counts at {dims} meet the exercise's bounds: {profile.summary(prof)} "
+        f"(and at {others}, no dimension aligned; CPU backend: no timing without a GPU)"
     )
 
 
@@ -525,21 +556,25 @@ def _profile_run(
     compile_timeout: float | None,
     timeout: float | None,
     blocks: str = "sample",
-    shape: tuple[int, ...] | None = None,
+    shape: list[tuple[int, ...]] | None = None,
 ) -> sandbox.ChildRun | None:
-    """One counted run of the file on the CPU backend at the exercise's profile shape, on fresh inputs
-    (case 0), in a child; None when it cannot be had."""
+    """One counted run of the file on the CPU backend at each of these shapes (default: the exercise's profile
+    shape), on fresh inputs (cases 0, 1 ...), in a child; None when it cannot be had."""
     try:
         build = toolchain.build(source, backend="cpu", exercise=exercise, filename=filename, timeout=compile_timeout)
-        case = ex.kind.make_case(shape or ex.profile_shape, torch.Generator().manual_seed(secrets.randbits(62)))
+        gen = torch.Generator().manual_seed(secrets.randbits(62))
+        cases = [ex.kind.make_case(s, gen) for s in shape or [ex.profile_shape]]
         request = {
             "lib": str(build.path),
             "exercise": exercise,
             "backend": "cpu",
             "schedules": [0],
-            "profile": profile.grading_request(exercise, 0, secrets.randbits(62), blocks=blocks),
+            "profile": profile.grading_request(exercise, list(range(len(cases))), secrets.randbits(62), blocks=blocks),
         }
-        wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
+        wire = [
+            ({"case": i, "shape": list(c.shape)}, {k: v.numpy() for k, v in c.inputs.items()})
+            for i, c in enumerate(cases)
+        ]
         return sandbox.run_worker(request, wire, timeout=timeout or sandbox.RUN_TIMEOUT_S)
     except GraderError:
         return None

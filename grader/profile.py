@@ -452,21 +452,22 @@ EVIDENCE_NONE = "correctness only"
 EVIDENCE_HOST = "timed on CPU (host code)"  # cpu_blocked: plain C++, timed on any machine
 
 
-def grading_request(exercise: str, case: int, seed: int, blocks: str = "sample") -> dict:
-    """What the worker needs to count one grading case's first run (grader/worker.py): the blocks
-    are sampled from `seed`, which the parent draws secretly, edge blocks always included
+def grading_request(exercise: str, cases: list[int], seed: int, blocks: str = "sample") -> dict:
+    """What the worker needs to count the first run of each of these grading cases (grader/worker.py):
+    the blocks are sampled from `seed`, which the parent draws secretly, edge blocks always included
     (blocks="all": every block)."""
-    return {"case": case, "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET, "blocks": blocks}
+    return {"cases": list(cases), "seed": seed & ((1 << 63) - 1), "budget": DEFAULT_BUDGET, "blocks": blocks}
 
 
 def judge(
-    exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None
+    exercise: str, shape, raw: dict | None, lib_path=None, filename: str | None = None, unaligned: bool = False
 ) -> tuple[Profile | None, list[str]]:
-    """Parent side: the profile of the grading run that was checked, and the broken bounds."""
+    """Parent side: the profile of a grading run that was checked, and the broken bounds (unaligned: at
+    grader.shapes.profile_shapes' unaligned shape, with each bound's slack there)."""
     if not raw:
         return None, []
     prof = from_raw(exercise, shape, raw, str(lib_path) if lib_path else None, filename)
-    return prof, check_bounds(exercise, prof)
+    return prof, check_bounds(exercise, prof, unaligned)
 
 
 # grade.py counts every block again when a sampled profile's message holds this, so it says both cases
@@ -494,11 +495,15 @@ def _no_data(figure: str, prof: Profile) -> str | None:
     return None
 
 
-def check_bounds(exercise: str, prof: Profile) -> list[str]:
+def check_bounds(exercise: str, prof: Profile, unaligned: bool = False) -> list[str]:
     """Messages for every access bound of the exercise that the profile breaks ([] when none). A bound
     on a figure without data (no kernel launched, no global loads, a 0/0) is broken, never met: an
-    upper bound on 0 would pass a launcher that does the work on the host."""
+    upper bound on 0 would pass a launcher that does the work on the host. unaligned: the profile is
+    at a shape with no dimension aligned, where each bound is loosened by its `unaligned` factor (or,
+    None, not judged)."""
     bounds = exercises.get(exercise).access
+    if unaligned:
+        bounds = tuple(b.at_unaligned() for b in bounds if b.unaligned is not None)
     if bounds and (not prof.metrics.get(NCU["global", "ld"][0]) or (prof.sampled and prof.unrepresentative)):
         return [NO_GLOBAL_LOADS]
     problems = []

@@ -43,10 +43,13 @@ LONG_COST_CAP = {3: 1_200_000, 2: 12_288}  # one shape, up to twice COST_CAP for
 
 LONG_ROWS = (65537, 70000)  # M past gridDim.y's limit (65535)
 STAGE = 1 << 18  # floats: a fixed staging array this large overflows past it
-# the profile shape: each dimension within these bounds of the exercise's base shape (256^3, 1024^2), the
-# cost at most the base's, so that a launcher cannot recognise it and grading gets no slower
+# the profile shapes: each dimension within these bounds of the exercise's base shape (256^3, 1024^2), each
+# shape's cost within PROFILE_COST of the base's (two shapes: together no dearer than the base), so that a
+# launcher cannot recognise them and grading gets no slower
 PROFILE_RANGE = (0.5, 2.0)
+PROFILE_COST = (0.25, 0.5)
 PROFILE_ALIGN = 128
+SHORT_OF_TILE = 15  # the unaligned profile shape's dimensions are 1 .. this (odd) short of a multiple of 128
 
 
 def _pad32(x: int) -> int:
@@ -124,27 +127,38 @@ def past_limits(shape: tuple[int, ...]) -> bool:
     return m > LONG_ROWS[0] - 2 or m * shape[-1] > STAGE
 
 
-def profile_shape(base: tuple[int, ...], seed: int) -> tuple[int, ...]:
-    """The shape the CPU backend's access profile counts at, drawn from the grade's seed around the
-    exercise's `base` (256^3, 1024^2): a launcher that recognises a public profile shape and runs its
-    lesson's kernel only there does not meet it. No dearer than `base`, at least half of it, and every
-    dimension a multiple of PROFILE_ALIGN (relu_mask: N; M is any): at unaligned sizes the partial
-    tiles of a 128 x 128 block tile inflate the shipped solutions' figures past their bounds (notebook
-    05's register_blocked: 0.74 shared loads per FMA at 146 x 156 x 163, bound 0.5), as misaligned rows
-    do ReLU's bytes per element (6.06 at N = 623, bound 6)."""
+def profile_shapes(base: tuple[int, ...], seed: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The two shapes the CPU backend's access profile counts at, drawn from the grade's seed around the
+    exercise's `base` (256^3, 1024^2): a launcher that recognises a public profile shape (or an aligned one)
+    and runs its lesson's kernel only there meets the other.
+
+    aligned: every dimension a multiple of PROFILE_ALIGN (relu_mask: N; M is any), whole tiles, where the
+    exercises' access bounds hold as they are. unaligned: every dimension odd, 1 .. SHORT_OF_TILE short of
+    a multiple of 128 (nearly full partial tiles), where the bounds hold with a slack (exercises.AccessBound
+    .unaligned): the partial tiles of a 128 x 128 block tile and scalar loads in place of float4 ones raise
+    the shipped solutions' figures there (04 at 249x241x251: 0.23 B/FLOP against 0.047 at 256^3; 06 at
+    N = 487: 6.1 bytes per element against 4.25), as misaligned rows do ReLU's. Each costs PROFILE_COST
+    of the base's."""
     rng = random.Random(f"grader.shapes/profile/{base}/{seed}")
+    return _profile_shape(base, rng, 0), _profile_shape(base, rng, SHORT_OF_TILE)
+
+
+def _profile_shape(base: tuple[int, ...], rng: random.Random, short: int) -> tuple[int, ...]:
+    """One of profile_shapes' shapes: multiples of PROFILE_ALIGN less an odd 1 .. `short` (0: none)."""
     lo, hi = PROFILE_RANGE
+    cheap, dear = (int(cost(tuple(base)) * f) for f in PROFILE_COST)
     for _attempt in range(200):
         shape = [
             PROFILE_ALIGN * rng.randint(max(1, round(d * lo / PROFILE_ALIGN)), round(d * hi / PROFILE_ALIGN))
+            - (rng.randrange(1, short + 1, 2) if short else 0)
             for d in base
         ]
         if len(base) == 2:
-            shape[0] = rng.randint(int(base[0] * lo), int(base[0] * hi))
+            shape[0] = rng.randrange(int(base[0] * lo), int(base[0] * hi)) | (1 if short else 0)
         shape = tuple(shape)
-        if cost(tuple(base)) // 2 <= cost(shape) <= cost(tuple(base)) and shape != tuple(base):
+        if cheap <= cost(shape) <= dear:
             return shape
-    return tuple(base)
+    raise AssertionError(f"no profile shape for {base}")  # PROFILE_RANGE and PROFILE_COST always leave some
 
 
 def dim_names(shape) -> tuple[str, ...]:

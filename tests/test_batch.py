@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from argparse import Namespace
 from pathlib import Path
@@ -420,3 +421,20 @@ def test_batch_refuses_an_out_it_cannot_write_before_grading(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and f"--out {out}" in err and "cannot write there" in err, (out, err)
     assert not list(tmp_path.glob("**/*.json"))
+
+
+def test_an_out_of_bounds_read_is_called_so_in_the_gradebook(tmp_path):
+    """`check` names the read and its line; batch's outcome said "wrong results" for it (an out-of-bounds write
+    was "crash or out of bounds"). Reads whose value is used and reads whose value is thrown away alike."""
+    from grader import cli
+
+    d = tmp_path / "subs"
+    d.mkdir()
+    for name in ("oob_read.cu", "tile_load_k_guard_only.cu"):
+        shutil.copy(SUBS / name, d / name)
+    out = tmp_path / "grades.csv"
+    assert cli.main(["batch", "naive", str(d), "--out", str(out), "--backend", "cpu", "--quiet"]) == 0
+    book = _csv(out)
+    for sid in ("oob_read", "tile_load_k_guard_only"):
+        assert book[sid]["outcome"] == "crash or out of bounds", book[sid]
+        assert re.search(rf"out-of-bounds read of \w+ at {sid}\.cu:\d+", book[sid]["message"]), book[sid]

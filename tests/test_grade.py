@@ -396,12 +396,32 @@ CPU_EXPECT = {
         r"kernel k was launched with 256 threads per block, more than its __launch_bounds__\(128\) at "
         r"launch_bounds_exceeded\.cu:3 allows",
     ),
+    "launch_bounds_on_declaration.cu": (
+        True,
+        False,
+        False,
+        r"kernel k was launched with 256 threads per block, more than its __launch_bounds__\(64\) at "
+        r"launch_bounds_on_declaration\.cu:4 allows",
+    ),
 }
 # issue 22: what the student cannot predict (the profile shape, the inputs' scale and special values, sizes past
 # 2^18 floats) and hints that named the wrong cause
 CPU_EXPECT |= {
     "profile_shape_tiled_at_256.cu": (True, True, False, r"access profile at \d+x\d+x\d+ misses(.|\n)*bytes_per_flop"),
     "profile_shape_gemm_relu_fused_at_256.cu": (
+        True,
+        True,
+        False,
+        r"access profile at \d+x\d+x\d+ misses(.|\n)*C_reads_per_element",
+    ),
+    # ...and the profile shape's other tells: every dimension a multiple of 128, the last call
+    "profile_shape_tiled_when_aligned.cu": (
+        True,
+        True,
+        False,
+        r"access profile at \d+x\d+x\d+ misses this exercise's idea \(no dimension aligned(.|\n)*bytes_per_flop",
+    ),
+    "profile_shape_gemm_relu_last_call.cu": (
         True,
         True,
         False,
@@ -448,6 +468,8 @@ SUB_EXERCISE = {
 SUB_EXERCISE |= {
     "profile_shape_tiled_at_256.cu": "tiled",
     "profile_shape_gemm_relu_fused_at_256.cu": "gemm_relu",
+    "profile_shape_tiled_when_aligned.cu": "tiled",
+    "profile_shape_gemm_relu_last_call.cu": "gemm_relu",
     "relu_arithmetic_max.cu": "relu_mask",
     "relu_mask_or_race.cu": "relu_mask",
 }
@@ -474,6 +496,7 @@ GPU_ANY_FAILURE = {
     "profile_padding_broadcasts.cu",  # uncoalesced: too slow
     "profile_padding_sector_loads.cu",
     "launch_bounds_exceeded.cu",  # the GPU refuses the launch: C stays unwritten
+    "launch_bounds_on_declaration.cu",
 }  # a GPU's NaN loses the marker payload: plain "wrong results" there
 # ...and a barrier after an early return usually works on sm_70+ (exited threads count as
 # arrived): only the CPU backend can call it wrong; on a GPU any verdict is accepted
@@ -491,12 +514,15 @@ GPU_UNDEFINED |= {"splitk_store_then_atomic.cu", "input_scratch_restore.cu"}
 GPU_UNDEFINED |= {"host_memcpy_chk.cu"}
 # ...and whether slice 0's atomicExch comes before the other slices' atomicAdd
 GPU_UNDEFINED |= {"splitk_exch_then_add.cu"}
+# ...and a tiled path taken only where every dimension is a multiple of 128: the timed shape (4096^3) is one
+GPU_UNDEFINED |= {"profile_shape_tiled_when_aligned.cu"}
 # ...and an uninitialised accumulator holds whatever the register held (often 0: right by luck)
 GPU_UNDEFINED |= {"uninitialised_accumulator.cu"}
 # on a GPU the profile-shape cheats are too slow at the timed size, and the races give plain wrong results
 GPU_ANY_FAILURE |= {
     "profile_shape_tiled_at_256.cu",
     "profile_shape_gemm_relu_fused_at_256.cu",
+    "profile_shape_gemm_relu_last_call.cu",
     "device_stage_wrapped.cu",
     "shared_same_element_store.cu",
     "relu_mask_or_race.cu",

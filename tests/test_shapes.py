@@ -68,15 +68,17 @@ def test_one_shape_has_more_rows_than_grid_dim_y_allows_and_stays_cheap():
             assert not [s for s in shapes.draw(ndims, seed, rows=False) if s[0] > 65535]
 
 
-def test_the_profile_shape_is_drawn_from_the_seed_and_costs_no_more_than_its_base():
-    """A launcher that recognises 256^3 (or 1024^2) and runs its lesson's kernel only there meets another
-    shape (tests/submissions/profile_shape_*.cu)."""
+def test_the_profile_shapes_are_drawn_from_the_seed_one_aligned_one_not_and_cost_no_more_than_their_base():
+    """A launcher that recognises 256^3 (or 1024^2), or any shape whose dimensions are all multiples of 128, and
+    runs its lesson's kernel only there meets another shape (tests/submissions/profile_shape_*.cu)."""
     for base in ((256, 256, 256), (1024, 1024)):
-        drawn = [shapes.profile_shape(base, seed) for seed in SEEDS]
-        assert base not in drawn and len(set(drawn)) >= 15
-        assert all(shapes.cost(base) // 2 <= shapes.cost(s) <= shapes.cost(base) for s in drawn)
-        assert all(s[-1] % 128 == 0 for s in drawn)  # whole tiles (the docstring of profile_shape says why)
-        assert shapes.profile_shape(base, 7) == shapes.profile_shape(base, 7)
+        drawn = [shapes.profile_shapes(base, seed) for seed in SEEDS]
+        assert len(set(drawn)) >= 15 and all(base not in pair for pair in drawn)
+        assert all(shapes.cost(base) // 4 <= shapes.cost(s) <= shapes.cost(base) // 2 for pair in drawn for s in pair)
+        assert all(a[-1] % 128 == 0 for a, _ in drawn)  # whole tiles (the docstring of profile_shapes says why)
+        assert all(d % 2 for _, odd in drawn for d in odd)  # no dimension aligned, the tiles nearly whole:
+        assert all(-d % 128 <= shapes.SHORT_OF_TILE for _, odd in drawn for d in (odd if len(base) == 3 else odd[1:]))
+        assert shapes.profile_shapes(base, 7) == shapes.profile_shapes(base, 7)
 
 
 def test_one_shape_is_long_past_a_fixed_row_cache():

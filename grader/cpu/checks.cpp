@@ -198,7 +198,7 @@ void register_shared(const void* p, size_t bytes, const char* name, const unsign
     // contents at block start are undefined, so a kernel that reads before it writes must show.
     std::memset(const_cast<void*>(p), 0xff, bytes);
     add_range((uintptr_t)p, bytes, name, dims, rank, elem, false);
-    note_static_shared(bytes);  // the running kernel's: a GPU's limit on static shared memory applies
+    note_static_shared(p, bytes);  // the running kernel's: a GPU's limit on static shared memory applies
 }
 
 void checks_new_launch() {

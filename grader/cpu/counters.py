@@ -192,19 +192,22 @@ def take(mod, trace: bool = False) -> dict:
 
 
 # ----------------------------------------------------------------------------- the worker's side
+def _counted(spec: dict | None, case: int) -> bool:
+    return bool(spec) and case in spec.get("cases", ())
+
+
 def schedules(req: dict, case: int) -> list[int]:
-    """Worker side: the thread schedules a case runs under. The profiled case runs once, in order,
-    with the race detector on (a second, shuffled run of the big shape would double its cost; the
+    """Worker side: the thread schedules a case runs under. A profiled case runs once, in order,
+    with the race detector on (a second, shuffled run of a big shape would double its cost; the
     other cases' shuffled runs look for races)."""
     all_ = req.get("schedules", [0])
-    spec = req.get("profile")
-    return all_[:1] if spec and case == spec["case"] else all_
+    return all_[:1] if _counted(req.get("profile"), case) else all_
 
 
 def counting(req: dict, case: int, schedule: int, mod) -> bool:
-    """Worker side: start counting if this run is the one the request names (its first schedule)."""
+    """Worker side: start counting if this run is one the request names (its first schedule)."""
     spec = req.get("profile")
-    if not spec or case != spec["case"] or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
+    if not _counted(spec, case) or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
         return False
     blocks = spec.get("blocks", "sample")
     configure(

@@ -99,6 +99,9 @@ CUDA_EMU_API uint64_t warp_sync(int line, int op, unsigned mask, uint64_t value,
 CUDA_EMU_API void* dyn_smem(const char* name);
 CUDA_EMU_API void register_shared(const void* p, size_t bytes, const char* name,
                                   const unsigned* dims, int rank, size_t elem);
+// Each time a static __shared__ declaration runs (SharedReg::use): the array counts in the running kernel's static
+// shared memory, once per kernel (`seen`: the last kernel it was counted in).
+CUDA_EMU_API void shared_in_kernel(const void* p, size_t bytes, const void** seen);
 CUDA_EMU_API void launch_grid(const char* kernel, int line, const void* fn, dim3 grid, dim3 block,
                               size_t smem, bool fibers, void (*thread)(void*), void* ctx);
 CUDA_EMU_API int set_max_dyn_smem(const void* fn, int bytes);  // 0, or 1 when over the limit
@@ -167,7 +170,13 @@ template <class T> static void register_array(T& a, const char* name) {
     register_shared((const void*)&a, sizeof(T), name, dims, rank, sizeof(std::remove_all_extents_t<T>));
 }
 struct SharedReg {
-    template <class T> SharedReg(T& a, const char* name) { register_array(a, name); }
+    const void* array;
+    size_t bytes;
+    const void* seen = nullptr;
+    template <class T> SharedReg(T& a, const char* name) : array((const void*)&a), bytes(sizeof(T)) {
+        register_array(a, name);
+    }
+    void use() { shared_in_kernel(array, bytes, &seen); }
 };
 template <class T> static inline uint64_t to_bits(T v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,

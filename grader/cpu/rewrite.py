@@ -339,6 +339,20 @@ def _decl_names(code: str, start: int, end: int) -> list[tuple[str, int, int]]:
     return names
 
 
+_SCOPE_OPENER = re.compile(r"(\bnamespace\b[\w\s:]*|\bextern\s*\"[^\"]*\"\s*)$")
+
+
+def _in_body(code: str, pos: int) -> bool:
+    """Is `pos` inside a function or a class (not at namespace scope, nor in an extern "C" block)?"""
+    scopes: list[bool] = []  # per open brace: is it a body (not a namespace or extern block)?
+    for b in re.finditer(r"[{}]", code[:pos]):
+        if b.group() == "{":
+            scopes.append(not _SCOPE_OPENER.search(code[max(0, b.start() - 100) : b.start()]))
+        elif scopes:
+            scopes.pop()
+    return any(scopes)
+
+
 def _rewrite_shared(src: str, code: str, edits: _Edits):
     for m in re.finditer(r"\b__shared__\b", code):
         end = code.find(";", m.end())
@@ -364,8 +378,12 @@ def _rewrite_shared(src: str, code: str, edits: _Edits):
         static = re.search(r"\bstatic\s+$", code[max(0, m.start() - 40) : m.start()])
         if static:  # __shared__ already expands to static
             edits.replace(m.start() - (len(code[max(0, m.start() - 40) : m.start()]) - static.start()), m.start(), "")
+        # in a function, each time the declaration runs: the array counts in the running kernel (a __device__
+        # function's counts in each kernel that calls it, as nvcc counts it)
+        use = _in_body(code, m.start())
         regs = "".join(
             f' static ::cuda_emu::SharedReg cuda_emu_reg_{name}({name}, "{name}");'
+            + (f" cuda_emu_reg_{name}.use();" if use else "")
             for name, _, _ in _decl_names(code, m.end(), end)
         )
         edits.replace(end + 1, end + 1, regs)
@@ -396,10 +414,7 @@ def _rewrite_device_variables(src: str, code: str, edits: _Edits):
             k += 1
         if k >= len(code):
             continue
-        before = code[: m.start()]
-        depth = before.count("{") - before.count("}") - len(re.findall(r"\bnamespace\b[\w\s:]*\{", before))
-        depth -= len(re.findall(r"\bextern\s*\"\s*\"\s*\{", before))
-        if depth > 0:
+        if _in_body(code, m.start()):
             continue  # inside a function (a static __device__ local) or a class
         regs = "".join(
             f' static ::cuda_emu::DeviceVarReg cuda_emu_dreg_{name}({name}, "{name}", {_line_of(code, m.start())});'
@@ -408,21 +423,43 @@ def _rewrite_device_variables(src: str, code: str, edits: _Edits):
         edits.replace(k + 1, k + 1, regs)
 
 
+def _body_after(code: str, paren: int) -> int:
+    """The position of the `{` of the body after the parameter list opening at `paren`, -1 when none follows
+    (a declaration, a call)."""
+    p_end = _match_forward(code, paren) if paren >= 0 else -1
+    k = p_end
+    while 0 < k < len(code) and code[k] not in "{;":
+        k += 1
+    return k if p_end > 0 and k < len(code) and code[k] == "{" else -1
+
+
 def _rewrite_launch_bounds(code: str, edits: _Edits):
     """`__launch_bounds__(args) ... kernel(params) {` gets `::cuda_emu::launch_bounds(LINE, args);` as the first
     statement of its body (on the brace's line), so a launch of more threads than the bounds fails as on a GPU; the
-    arguments are evaluated there, where the kernel's template parameters are in scope."""
+    arguments are evaluated there, where the kernel's template parameters are in scope. Bounds given on a
+    declaration only bind the kernel's definition (as nvcc applies them)."""
+    declared: dict[str, tuple[int, str]] = {}  # kernel -> (line, args) of bounds on a declaration
+    bounded: set[int] = set()
     for m in re.finditer(r"\b__launch_bounds__\s*\(", code):
         a_end = _match_forward(code, m.end() - 1)
         p = code.find("(", a_end) if a_end > 0 else -1
-        p_end = _match_forward(code, p) if p >= 0 else -1
-        k = p_end
-        while 0 < k < len(code) and code[k] not in "{;":
-            k += 1
-        if p_end < 0 or k >= len(code) or code[k] != "{":
-            continue  # a declaration: its definition carries the bounds too, or runs unchecked
-        args = code[m.end() : a_end - 1]
-        edits.replace(k + 1, k + 1, f" ::cuda_emu::launch_bounds({_line_of(code, m.start())}, {args});")
+        if p < 0:
+            continue
+        line, args, body = _line_of(code, m.start()), code[m.end() : a_end - 1], _body_after(code, p)
+        if body < 0:
+            names = _IDENT.findall(code[a_end:p])
+            if names:
+                declared.setdefault(names[-1], (line, args))
+            continue
+        bounded.add(body)
+        edits.replace(body + 1, body + 1, f" ::cuda_emu::launch_bounds({line}, {args});")
+    for name, (line, args) in declared.items():
+        for d in re.finditer(rf"\b{re.escape(name)}\s*\(", code):
+            body = _body_after(code, d.end() - 1)
+            head = code[max(code.rfind(c, 0, d.start()) for c in ";{}") + 1 : d.start()]
+            if body >= 0 and body not in bounded and re.search(r"\b__global__\b", head):  # its definition
+                bounded.add(body)
+                edits.replace(body + 1, body + 1, f" ::cuda_emu::launch_bounds({line}, {args});")
 
 
 def _rewrite_launches(src: str, code: str, edits: _Edits, fibers: bool):

@@ -56,6 +56,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #if defined(CUDA_EMU_UCONTEXT) || !(defined(__x86_64__) && defined(__linux__))
@@ -116,7 +117,8 @@ uint64_t g_rng = 0;
 std::string g_error, g_taken;
 int g_status = 0;               // for cudaGetLastError
 std::unordered_map<const void*, int> g_smem_limit;
-std::unordered_map<const void*, size_t> g_static_smem;  // kernel -> bytes of the static __shared__ arrays it registered
+std::unordered_map<const void*, size_t> g_static_smem;  // kernel -> bytes of the static __shared__ arrays it reached
+std::unordered_map<const void*, std::unordered_set<const void*>> g_static_arrays;  // kernel -> those arrays
 bool g_running = false;          // a launch's threads run (a static __shared__ registered now is its kernel's)
 const void* g_expected_stream = nullptr;  // cuda_emu_expect_stream's
 bool g_expecting = false;
@@ -903,6 +905,12 @@ int take_launch_status() {
     return s;
 }
 
+void shared_in_kernel(const void* array, size_t bytes, const void** seen) {
+    if (*seen == g_launch.fn) return;  // (the common case: this kernel's threads reached it before)
+    *seen = g_launch.fn;
+    note_static_shared(array, bytes);
+}
+
 void launch_bounds(int line, long long max_threads, long long, long long) {
     if (max_threads <= 0 || g_launch.nthreads <= max_threads) return;
     g_status = cudaErrorLaunchOutOfResources;
@@ -912,8 +920,8 @@ void launch_bounds(int line, long long max_threads, long long, long long) {
     abandon_thread();
 }
 
-void note_static_shared(size_t bytes) {
-    if (!g_running || !g_launch.fn) return;
+void note_static_shared(const void* array, size_t bytes) {
+    if (!g_running || !g_launch.fn || !g_static_arrays[g_launch.fn].insert(array).second) return;
     size_t& total = g_static_smem[g_launch.fn];
     total += bytes;
     if (total > kStaticSmemLimit || total + g_launch.smem > dyn_smem_cap()) {

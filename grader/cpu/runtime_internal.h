@@ -56,8 +56,9 @@ CUDA_EMU_API std::string thread_name(int linear);
 // "kernel.cu:42" for a code address in this library ("line ?" if unknown).
 CUDA_EMU_API std::string source_line(const void* pc);
 CUDA_EMU_API void checks_new_launch();
-// A static __shared__ array of `bytes` was registered while the running kernel's threads run (it is that kernel's).
-CUDA_EMU_API void note_static_shared(size_t bytes);
+// A static __shared__ array of `bytes` was reached by the running kernel's threads: it counts in that kernel's
+// static shared memory, once (an array of a __device__ function counts in every kernel that calls it, as in nvcc).
+CUDA_EMU_API void note_static_shared(const void* array, size_t bytes);
 
 // ---- the race detector for the launcher's outputs in global memory (globals.cpp) ----------
 extern CUDA_EMU_API bool g_race_outputs;  // this launch checks the accesses to the outputs

@@ -68,6 +68,37 @@ extern "C" int launch_static_and_dynamic(float* x, int dynamic_bytes) {
     return cudaGetLastError();
 }
 
+// A __shared__ array of a __device__ function is in every kernel that calls it (nvcc counts it in each): 32 KB
+// here, so staged_plus's own 20 KB take it past 48 KB, whichever kernel ran first.
+__device__ float stage(const float* x) {
+    __shared__ float buf[8192];
+    buf[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    return buf[(threadIdx.x + 1) % 32];
+}
+__global__ void staged(float* x) { x[threadIdx.x] = stage(x); }
+__global__ void staged_plus(float* x) {
+    __shared__ float own[5120];
+    own[threadIdx.x] = stage(x);
+    __syncthreads();
+    x[threadIdx.x] = own[threadIdx.x];
+}
+extern "C" int launch_staged(float* x, int plus_first) {
+    if (plus_first) staged_plus<<<1, 32>>>(x);
+    staged<<<1, 32>>>(x);
+    int first = cudaGetLastError();
+    if (!plus_first) staged_plus<<<1, 32>>>(x);
+    return first ? first : cudaGetLastError();
+}
+
+// __launch_bounds__ on the declaration only: the definition below inherits it, as in nvcc.
+__global__ void __launch_bounds__(64) declared_bounded(float* x);
+extern "C" int launch_declared_bounded(float* x, int threads) {
+    declared_bounded<<<1, threads>>>(x);
+    return cudaGetLastError();
+}
+__global__ void declared_bounded(float* x) { x[threadIdx.x] = 64.f; }
+
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) bounded(float* x) {
     x[threadIdx.x] = (float)THREADS;

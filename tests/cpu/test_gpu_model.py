@@ -80,6 +80,16 @@ def test_static_shared_memory_past_48_kb_fails_the_launch(lib):
     assert err and "49156 bytes of static shared memory" in err and "48 KB" in err and "big_static" in err, err
 
 
+@pytest.mark.parametrize("plus_first", [0, 1])
+def test_a_device_functions_shared_array_counts_in_every_kernel_that_calls_it(lib, plus_first):
+    """32 KB in stage(), called by staged and by staged_plus (20 KB of its own): 52 KB in staged_plus, as nvcc
+    counts it, whichever kernel registered the array first."""
+    x = np.arange(32, dtype=np.float32)
+    assert lib.dll.launch_staged(_ptr(x), plus_first) != 0
+    err = lib.error()
+    assert err and "staged_plus uses 53248 bytes of static shared memory" in err and "48 KB" in err, err
+
+
 def test_static_plus_dynamic_shared_memory_is_bounded_by_the_opt_in_limit(lib):
     x = np.arange(32, dtype=np.float32)
     assert lib.dll.launch_static_and_dynamic(_ptr(x), 32 * 1024) == 0 and lib.error() is None  # 64 KB in all
@@ -96,6 +106,18 @@ def test_a_launch_above_launch_bounds_fails(lib):
     err = lib.error()
     assert err and "256 threads" in err and "__launch_bounds__(128)" in err, err
     assert f"limits.cu:{line_of(SRC, '__launch_bounds__(THREADS)')}" in err, err
+    assert not x.any()
+
+
+def test_launch_bounds_on_a_declaration_only_bind_the_definition(lib):
+    """`__global__ void __launch_bounds__(64) k(...);`, then k defined without it: nvcc applies the 64."""
+    x = np.zeros(256, np.float32)
+    assert lib.dll.launch_declared_bounded(_ptr(x), 64) == 0 and lib.error() is None and x[0] == 64
+    x[:] = 0
+    assert lib.dll.launch_declared_bounded(_ptr(x), 256) == OUT_OF_RESOURCES
+    err = lib.error()
+    assert err and "256 threads" in err and "__launch_bounds__(64)" in err, err
+    assert f"limits.cu:{line_of(SRC, '__launch_bounds__(64) declared_bounded')}" in err, err
     assert not x.any()
 
 
