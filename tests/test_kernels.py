@@ -67,8 +67,13 @@ def test_compiles(name, arch, tmp_path):
     # The grader prepends the contract's declarations: a wrong launcher signature fails here.
     prelude = exercises.declarations(exercise_of(name)) if exercise_of(name) else ""
     src.write_text(prelude + f'#line 1 "{name}"\n' + (KERNELS / name).read_text())
+    # Device code for each arch (-cubin: ptxas's report, for the spill check). The host pass does not depend on
+    # the arch: test_builds_as_the_grader_builds runs it once (sm_90, nvcc -c and -shared), in a build that
+    # tests/test_linkcheck.py then finds in the session's cache; a host exercise (plain C++) gets -c here.
+    host = arch == ARCHS[-1] and exercise_of(name) in contract.HOST
+    out = ["-c", "-o", str(tmp_path / "k.o")] if host else ["-cubin", "-o", str(tmp_path / "k.cubin")]
     proc = subprocess.run(
-        [NVCC, f"-arch={arch}", "-O3", "--std=c++17", "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / "k.o")],
+        [NVCC, f"-arch={arch}", "-O3", "--std=c++17", "-Xptxas", "-v", *out, str(src)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -81,6 +86,22 @@ def test_compiles(name, arch, tmp_path):
     for line in proc.stderr.splitlines() if arch != "sm_75" else []:
         if "spill" in line:
             assert " 0 bytes spill stores, 0 bytes spill loads" in line, f"{name} {arch}: {line}"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", FILES)
+def test_builds_as_the_grader_builds(name, monkeypatch):
+    """nvcc -c (the host pass too) and -shared as the grader runs them for a GPU (sm_90), its call check included."""
+    from grader import contract, toolchain
+
+    if not NVCC:
+        pytest.skip("nvcc not found: compile checks skipped")
+    if exercise_of(name) in contract.HOST:
+        pytest.skip("a host exercise (plain C++): never built with nvcc")
+    monkeypatch.setattr(toolchain, "gpu_arch", lambda: "sm_90")
+    b = toolchain.build((KERNELS / name).read_text(), backend="cuda", exercise=exercise_of(name), filename=name)
+    log = (b.path.parent / "build.log").read_text()
+    assert "warning" not in log.lower(), log[-2000:]
 
 
 def _gpu():

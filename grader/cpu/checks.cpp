@@ -110,14 +110,27 @@ enum AccessMode { PLAIN, COPY_ISSUED, COPY_LANDS };
 
 void race(const Range& r, size_t off, const char* what_b, const void* pc_b, int other, const char* what_a,
           const void* pc_a, AccessMode mode = PLAIN) {
-    report("shared-memory race on %s: thread %s %s it at %s, but thread %s %s it at %s with no __syncthreads() in "
-           "between (%s)",
-           element_name(r, off).c_str(), thread_name(g_linear).c_str(), what_b, source_line(pc_b).c_str(),
-           thread_name(other).c_str(), what_a, source_line(pc_a).c_str(),
-           mode == PLAIN ? "a barrier is missing, e.g. after the tile loads or before they are overwritten"
-                         : "a barrier is missing between a thread's __pipeline_wait_prior and the other threads' "
-                           "reads of what it copied, or between the last reads of a stage and the copies that "
-                           "refill it; or the copy goes to the wrong stage");
+    const std::string at_b = source_line(pc_b), at_a = source_line(pc_a);
+    // Two threads' stores at one statement: no barrier orders a statement against itself, so the cause is an index
+    // that maps two threads to one element (a barrier is not what is missing).
+    if (mode == PLAIN && !std::strcmp(what_b, "writes") && !std::strcmp(what_a, "wrote") && at_a == at_b &&
+        at_a != "an unknown line")
+        report("shared-memory race on %s: thread %s writes it at %s, but thread %s wrote it at %s too (a write-write "
+               "race of one statement: its index does not tell the threads apart, e.g. a threadIdx term missing or "
+               "divided away, and no __syncthreads() can order a statement against itself: give every element one "
+               "thread that stores it)",
+               element_name(r, off).c_str(), thread_name(g_linear).c_str(), at_b.c_str(),
+               thread_name(other).c_str(), at_a.c_str());
+    else
+        report("shared-memory race on %s: thread %s %s it at %s, but thread %s %s it at %s with no __syncthreads() in "
+               "between (%s)",
+               element_name(r, off).c_str(), thread_name(g_linear).c_str(), what_b, at_b.c_str(),
+               thread_name(other).c_str(), what_a, at_a.c_str(),
+               mode == PLAIN ? "a barrier is missing, e.g. after the tile loads or before they are overwritten"
+                             : "a barrier is missing between a thread's __pipeline_wait_prior and the other threads' "
+                               "reads of what it copied, or between the last reads of a stage and the copies that "
+                               "refill it; or the copy goes to the wrong stage, or an index runs past its stage "
+                               "into the next one");
     abandon_thread();
 }
 

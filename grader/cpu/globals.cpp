@@ -167,9 +167,20 @@ const char* const kOtherBlock =
     "later launch, or after an atomic flag that the writer sets after a __threadfence() and the reader waits for. "
     "To add up partial sums use atomicAdd; else split the kernel in two, or have every block compute what it reads";
 
+// A mask (the contract's `mask` outputs, grader.contract.is_mask) holds 32 lanes' bits per word: a plain |= of
+// several threads loses bits, and atomicAdd would add them, not set them.
+const char* const kMaskWord =
+    "Several threads set bits of one mask word: a plain store or |= loses the others' bits, and atomicAdd would add "
+    "them, not set them. "
+    "Build the word once per warp with __ballot_sync(0xffffffff, ...) and let one lane store it, or set each bit with "
+    "atomicOr on a word zeroed before (cudaMemset)";
+
+bool is_mask(const Output& b) { return !b.scratch && b.name == "mask"; }
+
 [[noreturn]] void race(const Output& b, size_t word, const char* what_me, const void* pc, uint32_t other,
                        const char* what_other, const void* opc, uint32_t me, bool atomic = false,
                        const char* advice = nullptr) {
+    if (!atomic && is_mask(b)) advice = kMaskWord;
     report("global-memory race on %s: %s %s it at %s, but %s %s it at %s in the same launch, and nothing orders "
            "the two (threads of different blocks are not, but through an atomic flag and __threadfence(); in a block "
            "only __syncthreads() is). %s",
@@ -179,7 +190,8 @@ const char* const kOtherBlock =
            : atomic ? "An atomic orders nothing against a plain load or store: on a GPU either may come first. Make "
                       "every access to it in the launch atomic (zero it before the launch with cudaMemset, or in an "
                       "earlier kernel)"
-                    : "On a GPU one update is lost: use atomicAdd, or give every element one thread that writes it");
+                    : "On a GPU one update is lost: make it atomic (atomicAdd to add, atomicOr to set bits), or give "
+                      "every element one thread that writes it");
     abandon_thread();
     __builtin_unreachable();
 }
@@ -858,11 +870,18 @@ void globals_end_launch() {
         uint32_t now;
         std::memcpy(&now, (const void*)(s.buf->lo + s.word * 4), 4);
         if (now == s.first_value) continue;  // both wrote the same value
+        const std::string first = source_line(s.first_pc), second = source_line(s.second_pc);
+        // one statement: nothing can order it against itself; its index maps two threads to one element
+        const bool one = first == second && first != "an unknown line";
         report("global-memory race on %s: %s wrote it at %s and %s wrote a different value at %s in the same "
                "launch, with nothing ordering the two (threads of different blocks are not, but through an atomic flag "
-               "and __threadfence(); in a block only __syncthreads() is). On a GPU either value may be the one left: give every element one thread "
-               "that writes it", element(*s.buf, s.word).c_str(), who_name(s.first).c_str(),
-               source_line(s.first_pc).c_str(), who_name(s.second).c_str(), source_line(s.second_pc).c_str());
+               "and __threadfence(); in a block only __syncthreads() is). On a GPU either value may be the one left: %s",
+               element(*s.buf, s.word).c_str(), who_name(s.first).c_str(), first.c_str(), who_name(s.second).c_str(),
+               second.c_str(),
+               is_mask(*s.buf) ? kMaskWord
+               : one ? "a write-write race of one statement, whose index does not tell the threads apart (a threadIdx "
+                       "or blockIdx term missing or divided away?): give every element one thread that writes it"
+                     : "give every element one thread that writes it");
         return;
     }
 }

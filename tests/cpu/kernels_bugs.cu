@@ -157,3 +157,26 @@ extern "C" void ordered_ok_launch(float* out, unsigned* word) {
     ordered_ok<<<1, 32>>>(out, word);
     second_pass<<<1, 32>>>(out);
 }
+
+// Two threads, one element, one statement: the index divides threadIdx.x away (a barrier cannot fix it).
+__global__ void same_element_store(float* out) {
+    __shared__ float s[16];
+    s[threadIdx.x / 2] = (float)threadIdx.x;  // BUG: lanes 2i and 2i+1 store s[i]
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x / 2];
+}
+extern "C" void same_element_store_launch(float* out) { same_element_store<<<1, 32>>>(out); }
+
+// The same in global memory: the store's index leaves out threadIdx.x.
+__global__ void one_element_per_block(float* out) {
+    out[blockIdx.x] = (float)threadIdx.x;  // BUG: every thread of the block stores out[blockIdx.x]
+}
+extern "C" void one_element_per_block_launch(float* out) { one_element_per_block<<<2, 32>>>(out); }
+
+// Every lane ORs its bit into the warp's word with a plain load and store (the fix: a ballot or atomicOr).
+__global__ void mask_or(const float* x, unsigned* words) {
+    if (threadIdx.x == 0) words[0] = 0u;
+    __syncwarp();
+    if (x[threadIdx.x] > 0.f) words[0] |= 1u << threadIdx.x;  // BUG: mask word |=
+}
+extern "C" void mask_or_launch(const float* x, unsigned* words) { mask_or<<<1, 32>>>(x, words); }

@@ -131,3 +131,14 @@ def test_uninitialised_accumulator_is_not_zero(lib):
     out = np.zeros(32, np.float32)
     assert lib("uninit_sum_launch", x, out, 8) is None
     assert not np.isclose(out, 8).any(), "an uninitialised local started at 0"
+
+
+def test_two_threads_storing_one_element_at_one_line_name_the_index_not_a_barrier(lib):
+    err = lib("same_element_store_launch", np.zeros(32, np.float32))
+    line = line_of(SRC, "BUG: lanes 2i and 2i+1")
+    assert err and "shared-memory race on s[" in err and f"bugs.cu:{line}" in err, err
+    assert "write-write race of one statement" in err and "threadIdx" in err, err
+    assert "barrier is missing" not in err, err
+    # a store and a read at different lines still name the missing barrier
+    err = lib("missing_barrier_gemm", *gemm_args())
+    assert err and "a barrier is missing" in err and "one statement" not in err, err

@@ -95,3 +95,24 @@ def test_without_the_barrier_after_the_acquire_the_other_threads_race():
     first = src.index("__syncthreads();")  # the one after thread 0's wait
     r = grade.grade("naive", src[:first] + src[first + len("__syncthreads();") :], backend="cpu", seed=1, scan=False)
     assert not r.passed and "global-memory race on C[" in r.message, r.message
+
+
+def test_stores_of_one_statement_name_the_index(lib):
+    out = np.zeros(2, np.float32)
+    lib.buffers(outputs={"out": out})
+    err = lib("one_element_per_block_launch", out)
+    assert err and "global-memory race on out[" in err and "different value" in err, err
+    assert "one statement" in err and "threadIdx" in err, err
+
+
+def test_a_race_on_a_mask_word_suggests_a_ballot_or_atomic_or(lib):
+    x = np.linspace(-1, 1, 32, dtype=np.float32)
+    for name in ("mask", "bits"):
+        words = np.zeros(1, np.uint32)
+        lib.buffers(outputs={name: words}, inputs={"x": x})
+        err = lib("mask_or_launch", x, words)
+        assert err and f"global-memory race on {name}[0]" in err, err
+        assert f"bugs_global.cu:{line_of(BUGS, 'BUG: mask word |=')}" in err, err
+        assert "atomicOr" in err, err  # any word of bits: the atomic that sets them
+        if name == "mask":  # the contract's mask: a ballot per warp, and atomicAdd is not the fix
+            assert "__ballot_sync(0xffffffff" in err and "use atomicAdd" not in err, err
