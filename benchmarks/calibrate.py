@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import calibration, exercises, grade, submissions  # noqa: E402
+from grader.judge import calibration, grade, submissions
+from grader.spec import exercises  # noqa: E402
 
 
 def candidates(ex: exercises.Exercise, extra: list[str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""On the H200: does a calibration measured in the run (grader.calibration, what a GPU without one gets)
+"""On the H200: does a calibration measured in the run (grader.judge.calibration, what a GPU without one gets)
 give the same verdicts as the committed H200 calibration?
 
 For every exercise: measure() grades each shipped solution `--repeat` times (reference kernel and
@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import calibration, exercises, grade  # noqa: E402
+from grader.judge import calibration, grade
+from grader.spec import exercises  # noqa: E402
 
 
 def main() -> int:

@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from grader.contract import GEMM  # noqa: E402
-from grader.exercises import declarations  # noqa: E402
-from grader.cpu import compile_library  # noqa: E402
+from grader.spec.contract import GEMM  # noqa: E402
+from grader.spec.exercises import declarations  # noqa: E402
+from grader.compile.cpu import compile_library  # noqa: E402
 
 TILED = r"""
 #define TILE 16

@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from grader import bench, binding  # noqa: E402
-from grader.timing import time_gpu  # noqa: E402
+from grader.course import bench
+from grader.run import binding  # noqa: E402
+from grader.run.timing import time_gpu  # noqa: E402
 
 M = N = 4096
 SOURCE = (ROOT / "kernels" / "07_gemm_relu.cu").read_text()

@@ -5,8 +5,8 @@
 1. relu_mask: kernels/06 and notebook 06's solution, forward, backward and the pair, against torch's
    relu + threshold_backward and a device copy, round-robin in one time_gpu call at 8192 x 8192.
 2. gemm_relu: kernels/07 and notebook 07's solution, each against its own `gemm` and its own `gemm`
-   followed by the separate pass (kernels/07a), at M = N = 4096 and K in grader.fusion.KS.
-Every kernel is checked against float64 / the exact mask first (grader.bench).
+   followed by the separate pass (kernels/07a), at M = N = 4096 and K in grader.course.fusion.KS.
+Every kernel is checked against float64 / the exact mask first (grader.course.bench).
 """
 
 import argparse
@@ -20,8 +20,10 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from grader import bench, binding, fusion, submissions  # noqa: E402
-from grader.timing import time_gpu  # noqa: E402
+from grader.course import bench, fusion
+from grader.run import binding
+from grader.judge import submissions  # noqa: E402
+from grader.run.timing import time_gpu  # noqa: E402
 
 
 def relu_rows(mods: dict, m: int = 8192, n: int = 8192, seconds: float = 8.0) -> dict:

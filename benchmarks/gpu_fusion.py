@@ -3,12 +3,12 @@
     python3 benchmarks/gpu_fusion.py --save kernels/results/h200_fusion_07b.json            # the final run
     python3 benchmarks/gpu_fusion.py --variants --save $OUT/fusion.json                      # + the switch sweep first
 
-At M = N = 4096 and K in grader.fusion.KS, grader.fusion.sweep times, round-robin in one
-grader.timing.time_gpu call per K (its defaults: clean L2 flush, head start, medians): 07b's
+At M = N = 4096 and K in grader.course.fusion.KS, grader.course.fusion.sweep times, round-robin in one
+grader.run.timing.time_gpu call per K (its defaults: clean L2 flush, head start, medians): 07b's
 gemm_relu, 05's gemm alone, 05's gemm + the separate pass (kernels/07a), and 07b's own `gemm`
 (05's code compiled in 07b's file). --variants first times 07b built with each of its epilogue
 switches in the same rounds (VARIANTS). Every build is checked against float64 / the exact mask
-first (grader.bench). Writes the JSON and, beside it, the printed tables as .txt.
+first (grader.course.bench). Writes the JSON and, beside it, the printed tables as .txt.
 """
 
 import argparse
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 from gpu_tune import prebuild  # noqa: E402  (benchmarks/gpu_tune.py: parallel builds into the cache)
 
-from grader import bench, fusion  # noqa: E402
+from grader.course import bench, fusion  # noqa: E402
 
 FILE_07B, FILE_05 = "07b_gemm_relu_warptile.cu", bench.BEST_GEMM_FILE
 VARIANTS = {  # name -> 07b's -D switches (the defaults: BIAS_MODE 1, MASK_TRANSPOSE 1)

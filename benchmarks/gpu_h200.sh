@@ -20,11 +20,11 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --for
 for s in $steps; do
   case $s in
     tune)  timeout 230 python3 benchmarks/gpu_tune.py relu gemm 2>&1 | tee $OUT/tune.log ;;
-    bench) timeout ${BENCH_TIMEOUT:-300} python3 -m grader.bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
+    bench) timeout ${BENCH_TIMEOUT:-300} python3 -m grader.course.bench --save $OUT/h200.json --plot $OUT/ladder.png 2>&1 | tee $OUT/bench.log ;;
     fused) TUNE_SECONDS=${TUNE_SECONDS:-4} timeout 200 python3 benchmarks/gpu_tune.py fused 2>&1 | tee $OUT/fused.log ;;
     batch) timeout 450 python3 benchmarks/batch_class.py 50 --jobs 16 --per-gpu ${PER_GPU:-2} 2>$OUT/batch.err | tee $OUT/batch.log ;;
     flushcmp)  # is the write-flush hurting small sizes? the same bench with each flush, warm-up 200 ms
-           for f in write read; do timeout 120 python3 -m grader.bench --only gemm --sizes 1024 2048 4096 --shapes \
+           for f in write read; do timeout 120 python3 -m grader.course.bench --only gemm --sizes 1024 2048 4096 --shapes \
              --flush $f --warmup-ms 200 --save $OUT/flush_$f.json 2>/dev/null | grep -E "cublas|warptile|naive " | tee -a $OUT/flushcmp.log; done ;;
     ncuepi)  # kernels/07's epilogue under ncu (benchmarks/gpu_ncu_epilogue.py) -> $OUT/ncu_epilogue.txt
            timeout 300 ncu --clock-control none --set full -k regex:"gemm|bias_relu" -o /tmp/epi python3 benchmarks/gpu_ncu_epilogue.py \
@@ -48,7 +48,7 @@ for s in $steps; do
              timeout 60 python3 -m grader check $ex $file 2>&1 | tee -a $OUT/tests.log | tail -3; done ;;
     nbexec)  # H200 outputs of the solutions matching $NOTEBOOKS (default: all) -> $OUT/solutions/
            python3 -m ipykernel install --user --name python3 >/dev/null
-           timeout ${NBEXEC_TIMEOUT:-300} python3 -m grader.notebooks --execute $OUT/solutions --only ${NOTEBOOKS:-"*"} 2>&1 | tee $OUT/nbexec.log | tail -5 ;;
+           timeout ${NBEXEC_TIMEOUT:-300} python3 -m grader.course.notebooks --execute $OUT/solutions --only ${NOTEBOOKS:-"*"} 2>&1 | tee $OUT/nbexec.log | tail -5 ;;
     nbval) python3 -m ipykernel install --user --name python3 >/dev/null
            timeout ${NBVAL_TIMEOUT:-300} python3 -m pytest -q --nbval-lax ${NOTEBOOKS:-solutions/} -p no:cacheprovider 2>&1 | tee $OUT/nbval.log | tail -8 ;;
     gap5)  # why the grader times kernels/05 slower than gpu_tune.py (benchmarks/warptile_timing_gap.py)

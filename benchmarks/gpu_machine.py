@@ -2,8 +2,8 @@
 
     python benchmarks/gpu_machine.py --save kernels/results/h200_machine.json --plot kernels/results/h200_machine.png
 
-Runs grader.machine's probes (kernels/00_machine.cu, built by the course's toolchain) and writes
-one JSON file that notebook 00 reads (grader.machine.h200()). About a minute on an H200.
+Runs grader.course.machine's probes (kernels/00_machine.cu, built by the course's toolchain) and writes
+one JSON file that notebook 00 reads (grader.course.machine.h200()). About a minute on an H200.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader import machine  # noqa: E402
+from grader.course import machine  # noqa: E402
 
 
 def nvidia_smi() -> str:
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     args.save.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.save}")
     if args.plot:
-        from grader import plots
+        from grader.course import plots
 
         sweep = out.get("latency_sweep") or []
         fig = plots.lines(

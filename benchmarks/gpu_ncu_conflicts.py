@@ -6,7 +6,7 @@ l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,gpu__time_duration.sum 
 
 import torch
 
-from grader import bench
+from grader.course import bench
 
 N = 2048
 A, B = bench._gemm_inputs(N, N, N, 0)

@@ -1,11 +1,11 @@
 """What kernels/07's fused epilogue costs, for Nsight Compute: at M = N = 4096 and each K of
-grader.fusion.KS, one launch each of 07's `gemm` (epilogue off), its `gemm_relu` (epilogue on) and
+grader.course.fusion.KS, one launch each of 07's `gemm` (epilogue off), its `gemm_relu` (epilogue on) and
 07a's separate bias + ReLU + mask pass over C:
 
     ncu --clock-control none --set full -k regex:"gemm|bias_relu" -o /tmp/epi python3 benchmarks/gpu_ncu_epilogue.py
     ncu --import /tmp/epi.ncu-rep --page details   # per launch: duration, instructions, DRAM bytes, stalls
 
-Arguments: the K values to run (default: all of grader.fusion.KS). `gemm_relu_dense` is the fused
+Arguments: the K values to run (default: all of grader.course.fusion.KS). `gemm_relu_dense` is the fused
 launch with a bias that keeps every output (no zeros in C, every mask bit set), to tell the
 epilogue's cost from what ReLU's zeros do to the stores. The `gemm` and `gemm_relu` launches of one
 K are the same compiled kernel (a run-time flag), so the difference of their instruction counts and
@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from grader import bench, binding, fusion  # noqa: E402
+from grader.course import bench, fusion
+from grader.run import binding  # noqa: E402
 
 M = N = 4096
 mod = bench.load_kernel("07_gemm_relu.cu", "gemm_relu")

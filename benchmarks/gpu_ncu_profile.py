@@ -15,7 +15,7 @@ into kernels/results/profile_vs_ncu.md.
 
 from __future__ import annotations
 
-from grader import exercises
+from grader.spec import exercises
 import argparse
 import csv
 import io
@@ -46,7 +46,7 @@ KERNELS = [
 GEMM_SHAPES = [(256, 256, 256), (200, 129, 300)]
 RELU_SHAPES = [(1024, 1024), (1000, 1031)]
 
-# What the CPU profile counts, under Nsight Compute's names (grader/profile.py uses the same names).
+# What the CPU profile counts, under Nsight Compute's names (grader/judge/profile.py uses the same names).
 METRICS = [
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -92,7 +92,8 @@ def launches():
 def driver(manifest: Path, backend: str = "cuda") -> None:
     import torch
 
-    from grader import binding, contract, worker
+    from grader.run import binding, worker
+    from grader.spec import contract
 
     torch.backends.cuda.matmul.allow_tf32 = False
     done = []

@@ -1,9 +1,9 @@
-"""Notebook 08's H200 figures: one training step of an MLP on a kernel file's launchers (grader/mlp.py)
+"""Notebook 08's H200 figures: one training step of an MLP on a kernel file's launchers (grader/spec/mlp.py)
 against the same MLP built from nn.Linear + nn.ReLU.
 
     python benchmarks/gpu_training.py --save kernels/results/h200_training.json    # about a minute
 
-Timing (grader.training.measure_training): a 64 -> 2048 -> 2048 -> 10 MLP on a batch of 4096 synthetic rows
+Timing (grader.course.training.measure_training): a 64 -> 2048 -> 2048 -> 10 MLP on a batch of 4096 synthetic rows
 (randn inputs, random labels: the time of a step does not depend on the data), Adam, TF32 off; the
 median step time of three variants (the file's launchers everywhere; the same with torch's GEMMs
 outside the fused forward; nn.Linear + nn.ReLU), the memory the forward keeps and its peak, and the
@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 import torch
 
 import grader
-from grader import mlp, training
+from grader.spec import mlp
+from grader.course import training
 
 
 def main() -> int:

@@ -1,9 +1,9 @@
 """Tuning sweep on the GPU (run by benchmarks/gpu_h200.sh tune): variants of
 kernels/05_warptile_pipelined.cu (and 07b_gemm_relu_warptile.cu, same switches) and of kernels/06_relu_mask.cu.
 
-Each variant is the same file built with -D overrides (through grader.binding's extra_flags;
+Each variant is the same file built with -D overrides (through grader.run.binding's extra_flags;
 all builds run in parallel first), checked against float64 / the exact mask, and timed in ONE
-round-robin `grader.timing.time_gpu` call per size with cuBLAS FP32 (TF32 off) or torch.relu,
+round-robin `grader.run.timing.time_gpu` call per size with cuBLAS FP32 (TF32 off) or torch.relu,
 so every row of a table comes from the same run. The baseline appears twice (`base`, `base#2`):
 their difference is the run-to-run spread a win has to beat. Writes $OUT/tune.json.
 """
@@ -16,8 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from grader import bench, binding, toolchain
-from grader.timing import time_gpu, tflops
+from grader.course import bench
+from grader.run import binding
+from grader.compile import toolchain
+from grader.run.timing import time_gpu, tflops
 
 BASE = ()
 GEMM_VARIANTS = {  # name -> -D flags (defaults: 128x256x32, 4x8 lanes, 2x2 sub-tiles, 2 stages)

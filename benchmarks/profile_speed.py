@@ -41,7 +41,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    from grader import grade, profile
+    from grader.judge import grade, profile
 
     tiled = ROOT / "kernels" / "02_tiled.cu"
     profile.run("tiled", tiled, resources=False)  # warm: build

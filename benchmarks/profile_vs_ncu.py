@@ -12,7 +12,7 @@ sampling), and each count is written beside ncu's with their ratio and, where th
 
 from __future__ import annotations
 
-from grader import exercises
+from grader.spec import exercises
 import argparse
 import csv
 import json
@@ -96,7 +96,7 @@ def load_ncu(csv_path: Path, manifest_path: Path) -> list[dict]:
 
 def cpu_counts(manifest: list[dict]) -> None:
     """Adds m["cpu"]: the CPU profile's metrics of the same launch (every block recorded)."""
-    from grader import profile
+    from grader.judge import profile
 
     runs: dict[tuple, profile.Profile] = {}
     for m in manifest:
@@ -179,7 +179,7 @@ torch 2.11+cu130, CUDA 13.0, sm_90) and the CPU backend's profile of the same la
 block recorded. Agreement: within {TOLERANCE:.0%}. Of {n_key} key counts (global sectors, shared wavefronts, bank
 conflicts), the rows below that differ say why; {n_bad} are unexplained. {n_diff} rows of the detail differ in all.
 
-How the CPU counts (grader/cpu/profile.cpp): a warp-level instruction is the accesses of a warp's lanes at one code
+How the CPU counts (grader/compile/cpu/profile.cpp): a warp-level instruction is the accesses of a warp's lanes at one code
 address and the same dynamic occurrence since the last barrier; global: one request, distinct 32-byte sectors;
 shared: one request, wavefronts per pass (a warp, or a half-warp for 128-bit accesses) = max(distinct words in one
 bank, distinct words / 32), conflicts = wavefronts - that ideal; 32-bit shared loads that nvcc merges into 64/128-bit

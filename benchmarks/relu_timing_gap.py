@@ -1,6 +1,6 @@
 """Why did the grader time the ReLU pair level with PyTorch's (0.98-1.04x) when gpu_capstone.py
 timed the same kernels at 1.10x? The same pair, timed several ways in one process (GPU only).
-Every way but `old` uses grader.timing's defaults: a clean flush (write, then read), rounds that
+Every way but `old` uses grader.run.timing's defaults: a clean flush (write, then read), rounds that
 rotate which function goes first, and a head start (the GPU spins while the host queues the call).
 
   old      as the grader timed until 2026-12-02: graded, flush="write", no rotation, no head start
@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 import torch
 
-from grader import binding, contract, exercises
-from grader.timing import HEAD_START_US, time_gpu
-from grader.worker import FreshRounds, _poison_word
+from grader.run import binding
+from grader.spec import contract, exercises
+from grader.run.timing import HEAD_START_US, time_gpu
+from grader.run.worker import FreshRounds, _poison_word
 
 WAYS = ("old", "nohead", "plain", "fresh", "graded", "swapped", "inputs", "poison", "write", "graded")
 

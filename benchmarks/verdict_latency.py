@@ -12,7 +12,7 @@ Targets (issue #13.10): within 2.5 s on the H200, within 3 s on the CPU backend.
     GRADER_PRESTART=0 python benchmarks/verdict_latency.py     # the worker started after the build, not during it
 
 It prints one line per exercise and a JSON summary (--json FILE writes it too). The first
-check of a session also starts the template (grader.forkserver); like a notebook's first cell
+check of a session also starts the template (grader.run.forkserver); like a notebook's first cell
 it is reported separately ("first") and not counted in the median.
 """
 
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the summary here")
     args = ap.parse_args(argv)
     backend = grader.resolve_backend(args.backend)
-    from grader import sandbox
+    from grader.run import sandbox
 
     launcher = getattr(sandbox, "launcher_name", lambda: "subprocess")
     summary = {"backend": backend, "launcher": launcher(), "edits": args.edits, "exercises": {}}
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
 
 def _reference(exercise: str) -> str:
     """The course's reference kernel file of an exercise (exercises.Exercise.reference_path)."""
-    from grader import exercises
+    from grader.spec import exercises
 
     return str(exercises.get(exercise).reference_path)
 

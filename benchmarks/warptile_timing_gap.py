@@ -1,5 +1,5 @@
 """Why does the grader time kernels/05 1.8 % slower than gpu_tune.py does (2.873 ms against 2.822 at
-4096^3 on the H200, session 9), when both use grader.timing.time_gpu against cuBLAS? The same kernel
+4096^3 on the H200, session 9), when both use grader.run.timing.time_gpu against cuBLAS? The same kernel
 file, timed several ways in one process (GPU only), each way changing one thing from the one before:
 
   sweep    gpu_tune.py's way: built as register_blocked, bench._gemm_inputs, a plain C, 4 s, rel_err 0
@@ -27,9 +27,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import torch  # noqa: E402
 from relu_timing_gap import Clocks  # noqa: E402
 
-from grader import bench, binding, exercises  # noqa: E402
-from grader.timing import time_gpu  # noqa: E402
-from grader.worker import FreshRounds, _alloc_outputs, time_kernels  # noqa: E402
+from grader.course import bench
+from grader.run import binding
+from grader.spec import exercises  # noqa: E402
+from grader.run.timing import time_gpu  # noqa: E402
+from grader.run.worker import FreshRounds, _alloc_outputs, time_kernels  # noqa: E402
 
 WAYS = ("sweep", "built", "inputs", "guarded", "fresh", "checked", "graded", "sweep", "graded")
 SHAPE = (4096, 4096, 4096)

@@ -3,7 +3,7 @@
     python benchmarks/worker_breakdown.py register_blocked      # one exercise per process (a cold start)
 
 grade.grade is called as usual, except that the GPU worker runs here (its warm-up while nvcc
-runs, then grader.worker.serve under cProfile) instead of in a sandboxed child; the CPU-backend
+runs, then grader.run.worker.serve under cProfile) instead of in a sandboxed child; the CPU-backend
 profile beside it runs as usual. Prints when each result arrived (seconds from the worker's start: the first case includes
 the CUDA context), the steps' times, and the functions with the most cumulative time. For
 issue #13.10 (benchmarks/verdict_latency.py measures the whole verdict)."""
@@ -19,12 +19,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from grader import grade, protocol, sandbox, worker  # noqa: E402
+from grader.judge import grade
+from grader.run import protocol, sandbox, worker  # noqa: E402
 
 
 class InProcess:
     """Stands in for sandbox.Worker: warm_up when started (during the build, as the real one), and
-    grader.worker.serve here, under cProfile, when run."""
+    grader.run.worker.serve here, under cProfile, when run."""
 
     def __init__(self, warm: dict | None):
         t0 = time.monotonic()
@@ -84,7 +85,7 @@ class InProcess:
 
 
 def main(exercise: str) -> int:
-    from grader import exercises
+    from grader.spec import exercises
 
     real = sandbox.start_worker
 

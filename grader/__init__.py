@@ -5,7 +5,7 @@ In a notebook:
     mod = grader.load(SOURCE, "tiled")    # compile (cached) and load; mod.gemm(A, B)
     grader.check("tiled", SOURCE)         # grade in a child process, show the verdict
     grader.resources(SOURCE, "tiled")     # registers, shared memory, spills (nvcc -Xptxas -v)
-    grader.profile.run("tiled", SOURCE)   # memory accesses counted as Nsight Compute would (CPU backend)
+    grader.judge.profile.run("tiled", SOURCE)   # memory accesses counted as Nsight Compute would (CPU backend)
 
 On the command line: python -m grader list | doctor | check | profile | batch | bench.
 """
@@ -13,13 +13,56 @@ On the command line: python -m grader list | doctor | check | profile | batch | 
 import importlib
 import importlib.util
 
-from .errors import CannotGrade, CompileError, GraderError, KernelError, LauncherError, SubmissionError
+from grader.errors import CannotGrade, CompileError, GraderError, KernelError, LauncherError, SubmissionError
 
 # Imported on first use (PEP 562), not here: they need numpy and torch, and `python -m grader doctor`,
 # which says when those are missing, must run on the standard library alone.
-_LAZY = {"load": "grader.binding", "resolve_backend": "grader.binding", "EXERCISES": "grader.exercises"}
+_LAZY = {"load": "grader.run.binding", "resolve_backend": "grader.run.binding", "EXERCISES": "grader.spec.exercises"}
 # the notebooks' flat names of modules that live in a layer's subpackage (`profile`, `from grader import lab`)
-_MOVED: dict[str, str] = {}
+_MOVED: dict[str, str] = {
+    "batch": "grader.classroom.batch",
+    "bench": "grader.course.bench",
+    "binding": "grader.run.binding",
+    "bounded": "grader.compile.bounded",
+    "bwrap": "grader.run.bwrap",
+    "calibration": "grader.judge.calibration",
+    "checks": "grader.spec.checks",
+    "contract": "grader.spec.contract",
+    "cpu": "grader.compile.cpu",
+    "doctor": "grader.course.doctor",
+    "exercises": "grader.spec.exercises",
+    "forbidden": "grader.compile.forbidden",
+    "forkserver": "grader.run.forkserver",
+    "fusion": "grader.course.fusion",
+    "grade": "grader.judge.grade",
+    "gradebook": "grader.classroom.gradebook",
+    "host": "grader.run.host",
+    "hostcc": "grader.compile.hostcc",
+    "kinds": "grader.spec.kinds",
+    "lab": "grader.course.lab",
+    "linkcheck": "grader.compile.linkcheck",
+    "lms": "grader.classroom.lms",
+    "machine": "grader.course.machine",
+    "merge": "grader.classroom.merge",
+    "mlp": "grader.spec.mlp",
+    "notebooks": "grader.course.notebooks",
+    "plots": "grader.course.plots",
+    "procs": "grader.compile.procs",
+    "profile": "grader.judge.profile",
+    "protocol": "grader.run.protocol",
+    "report": "grader.judge.report",
+    "runner": "grader.run.runner",
+    "sandbox": "grader.run.sandbox",
+    "sass": "grader.course.sass",
+    "seccomp": "grader.run.seccomp",
+    "shapes": "grader.spec.shapes",
+    "submissions": "grader.judge.submissions",
+    "timing": "grader.run.timing",
+    "toolchain": "grader.compile.toolchain",
+    "training": "grader.course.training",
+    "widgets": "grader.course.widgets",
+    "worker": "grader.run.worker",
+}
 
 
 def __getattr__(name: str):
@@ -41,7 +84,7 @@ def __dir__():
 
 def check(exercise: str, source_or_path, *, backend: str = "auto", display: bool = True, **kw):
     """Grade `source_or_path` for `exercise`; show the verdict in the notebook; return the Result."""
-    from . import grade, report
+    from grader.judge import grade, report
 
     result = grade.grade(exercise, source_or_path, backend=backend, **kw)
     if display:
@@ -60,8 +103,8 @@ def check(exercise: str, source_or_path, *, backend: str = "auto", display: bool
 
 def resources(source_or_path, exercise: str | None = None, arch: str | None = None):
     """Print and return per-kernel registers, shared memory and spills (nvcc -Xptxas -v)."""
-    from .binding import read_source
-    from .toolchain import resource_usage
+    from grader.run.binding import read_source
+    from grader.compile.toolchain import resource_usage
 
     source, filename = read_source(source_or_path)
     usage = resource_usage(source, exercise=exercise, arch=arch, filename=filename)

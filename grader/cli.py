@@ -12,11 +12,11 @@ import json
 import os
 import sys
 
-from .errors import CannotGrade
+from grader.errors import CannotGrade
 
 
 def _list(args) -> int:
-    from .exercises import EXERCISES
+    from grader.spec.exercises import EXERCISES
 
     width = max(map(len, EXERCISES))
     for ex in EXERCISES.values():
@@ -26,13 +26,13 @@ def _list(args) -> int:
 
 
 def _doctor(args) -> int:
-    from . import doctor
+    from grader.course import doctor
 
     return doctor.main()
 
 
 def _check(args) -> int:
-    from . import grade, report
+    from grader.judge import grade, report
 
     result = grade.grade(
         args.exercise,
@@ -52,8 +52,8 @@ def _check(args) -> int:
 
 
 def _profile(args) -> int:
-    from . import profile
-    from .errors import GraderError
+    from grader.judge import profile
+    from grader.errors import GraderError
 
     blocks = "all" if args.all_blocks else "sample"
     try:
@@ -70,16 +70,16 @@ def _profile(args) -> int:
 
 
 def _merge(args) -> int:
-    from . import merge
+    from grader.classroom import merge
 
     return merge.main(args)
 
 
 def _batch(args) -> int:
-    from . import batch
+    from grader.classroom import batch
 
     def chart(rows: list[dict], exercise: str, path: str) -> None:  # the course's chart; batch sits below it
-        from . import plots
+        from grader.course import plots
 
         plots.class_results(rows, exercise).savefig(path, dpi=90)
 
@@ -133,7 +133,7 @@ def _add_profile(sub) -> None:
         metavar="M N K",
         help="the problem size (default: the exercise's profile shape, 256^3 or 1024x1024)",
     )
-    pr.add_argument("--json", action="store_true", help="print one JSON object (grader.profile.Profile.as_dict)")
+    pr.add_argument("--json", action="store_true", help="print one JSON object (grader.judge.profile.Profile.as_dict)")
     pr.add_argument("--all-blocks", action="store_true", help="record every block instead of a sample")
     pr.add_argument("--seed", type=int, help="which blocks are sampled, and the inputs (default 0)")
     pr.add_argument("--no-resources", action="store_true", help="skip nvcc -Xptxas -v")
@@ -185,7 +185,7 @@ def _add_batch(sub) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # bench parses its own options (--json, --sizes ...)
-        from . import bench
+        from grader.course import bench
 
         return bench.main(argv[1:])
     args = parser().parse_args(argv)

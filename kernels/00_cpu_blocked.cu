@@ -8,7 +8,7 @@
 //    streaming all of B from memory once per row of C.
 // Each C element still adds its K products in order k = 0, 1, ..., so the result is the naive
 // loop's, rounding for rounding. Measured in notebook 01 and in the cpu_blocked threshold
-// (grader/exercises.py).
+// (grader/spec/exercises.py).
 #include <algorithm>
 #include <cstddef>
 

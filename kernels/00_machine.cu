@@ -13,8 +13,8 @@
 //                 FMAs per cycle of that SM, from the first warp's start to the last warp's end. An SM has four sub-partitions, each with its own
 //                 scheduler and 32 FP32 lanes, so the rate grows up to 4 warps, then stops.
 //
-// Built by the course's toolchain (grader.toolchain.build, no exercise) and called from
-// grader/machine.py through ctypes; benchmarks/gpu_machine.py writes kernels/results/h200_machine.json.
+// Built by the course's toolchain (grader.compile.toolchain.build, no exercise) and called from
+// grader/course/machine.py through ctypes; benchmarks/gpu_machine.py writes kernels/results/h200_machine.json.
 #include <cuda_runtime.h>
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 // 08_mlp_step.cu — exercise `mlp_step`: the three launchers a training step of an MLP needs
-// (grader/mlp.py): gemm_relu for a hidden layer's forward, relu_backward on its mask for the
+// (grader/spec/mlp.py): gemm_relu for a hidden layer's forward, relu_backward on its mask for the
 // backward, and gemm for the logits layer and the backward's dX = dZ . W^T and dW = X^T . dZ.
 //
 // Nothing new is written here: this file is 07_gemm_relu.cu (gemm_relu and gemm: 04's
@@ -8,7 +8,7 @@
 // helpers; relu_forward is left out: the fused epilogue writes the mask). A kernel file is one
 // translation unit that the grader builds on its own (no #include of another kernels/ file), so
 // the two are copied; change them there first. Notebook 08 composes the same file from your
-// notebooks 07 and 06 (grader.mlp.learner_source).
+// notebooks 07 and 06 (grader.spec.mlp.learner_source).
 // Layout: as in 06 and 07 (kernel-file contract): row-major float32; mask M x W uint32,
 // W = ceil(N / 32), bit (j % 32) of mask[i][j / 32] set exactly when C[i][j] > 0.
 #include <cuda_runtime.h>

@@ -19,7 +19,7 @@ HAS_GPU = _has_gpu()
 
 
 def pytest_collection_modifyitems(config, items):
-    from grader.toolchain import find_nvcc
+    from grader.compile.toolchain import find_nvcc
 
     no_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU (run these on the GPU machine)")
     no_nvcc = pytest.mark.skip(reason="needs nvcc")

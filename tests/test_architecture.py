@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercises
+from grader.spec import exercises
 
 GRADER = Path(__file__).resolve().parent.parent / "grader"
 
@@ -140,7 +140,7 @@ def test_no_function_over_80_lines():
 
 
 # the specs name the exercises; the kinds say what each family does; nothing else names one
-SPEC_MODULES = {GRADER / "exercises.py", GRADER / "kinds.py"}
+SPEC_MODULES = {GRADER / "spec" / "exercises.py", GRADER / "spec" / "kinds.py"}
 
 
 def _string_constants(path: Path):
@@ -158,7 +158,7 @@ def _string_constants(path: Path):
 
 
 def test_no_exercise_names():
-    """An exercise's behaviour comes from its spec and its kind (grader.kinds), never from a comparison
+    """An exercise's behaviour comes from its spec and its kind (grader.spec.kinds), never from a comparison
     with its name elsewhere: a new rung is one spec, plus one kind at most."""
     names = set(exercises.EXERCISES)
     found = [
@@ -168,4 +168,4 @@ def test_no_exercise_names():
         for node in _string_constants(path)
         if node.value in names
     ]
-    assert not found, "exercise names outside grader/exercises.py and grader/kinds.py:\n" + "\n".join(found)
+    assert not found, "exercise names outside grader/spec/exercises.py and grader/spec/kinds.py:\n" + "\n".join(found)

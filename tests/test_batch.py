@@ -66,7 +66,7 @@ def _csv(path: Path) -> dict[str, dict]:
 
 
 def test_notebook_kernel_marker():
-    from grader.submissions import notebook_kernel
+    from grader.judge.submissions import notebook_kernel
 
     nb = _notebook(["x = 1", "%%writefile t.cu\n// grader: tiled\nA", "// grader: naive\nB", "// grader: tiled\nC"])
     assert notebook_kernel(nb, "tiled") == "// grader: tiled\nC\n"
@@ -77,7 +77,8 @@ def test_notebook_kernel_marker():
 
 
 def test_batch_mixed_folder_then_resume(folder, tmp_path, monkeypatch):
-    from grader import batch, grade
+    from grader.classroom import batch
+    from grader.judge import grade
 
     out = tmp_path / "out" / "grades.csv"
     rows = batch.run_batch("naive", folder, out, jobs=2, backend=BACKEND, timeout=6, progress=False)
@@ -174,7 +175,8 @@ def test_batch_cli_exit_codes(tmp_path, capsys):
 
 
 def test_batch_survives_an_internal_error(folder, tmp_path, monkeypatch):
-    from grader import batch, grade
+    from grader.classroom import batch
+    from grader.judge import grade
 
     def boom(*a, **k):
         raise RuntimeError("disk on fire")
@@ -204,7 +206,7 @@ def test_unreadable_entries_become_rows_not_crashes(tmp_path):
     """Broken notebooks, a kernel cell with a Python syntax error, an ambiguous student folder,
     an upper-case suffix and two files of one student each get a row that says why; the good
     submission is still graded."""
-    from grader import batch
+    from grader.classroom import batch
 
     d = tmp_path / "subs"
     d.mkdir()
@@ -251,7 +253,7 @@ def test_odd_names_and_a_notebook_naming_a_file(tmp_path):
     formula, and a notebook whose SOURCE is a path (to the shipped reference) are all graded into
     a gradebook that opens cleanly; the path is graded as the text it is, never as a file."""
     import os
-    from grader import batch
+    from grader.classroom import batch
 
     d = tmp_path / "subs"
     d.mkdir()
@@ -278,7 +280,7 @@ def test_a_gradebook_folder_made_by_the_run_costs_no_verdict(tmp_path):
     """--out in a folder that does not exist yet: the run makes it before any worker starts, so the
     sandbox's policy (which hides the gradebook's folder) does not change while verdicts run (it did:
     the template restarted mid-run and took a running verdict with it)."""
-    from grader import batch
+    from grader.classroom import batch
 
     d = tmp_path / "subs"
     d.mkdir()
@@ -296,7 +298,7 @@ def test_a_file_name_that_is_not_utf8_or_holds_a_newline_is_graded_as_a_file(tmp
     preprocessor line adds nothing to the source (the name goes into the build's #line directive)."""
     import os
 
-    from grader import grade
+    from grader.judge import grade
 
     good = (SUBS / "good_naive.cu").read_text()
     for raw in (b"eve\xff.cu", b'a"\n#error injected\n.cu'):
@@ -310,7 +312,8 @@ def test_a_file_name_that_is_not_utf8_or_holds_a_newline_is_graded_as_a_file(tmp
 
 def test_a_file_that_does_not_compile_is_compiled_once(tmp_path, monkeypatch):
     """Phase 2 reuses phase 1's compile error (a compile that hits the time limit costs it once)."""
-    from grader import batch, cpu
+    from grader.classroom import batch
+    from grader.compile import cpu
 
     d = tmp_path / "subs"
     d.mkdir()
@@ -326,8 +329,8 @@ def test_a_file_that_does_not_compile_is_compiled_once(tmp_path, monkeypatch):
 def test_a_student_folder_is_graded_on_its_shallowest_marked_file(tmp_path):
     """kernel.cu and old/kernel.cu both marked: kernel.cu was passed over for old/kernel.cu (the last of the
     sorted paths). The nearest to the folder's top wins; two marked files equally near are refused."""
-    from grader import batch
-    from grader.submissions import discover
+    from grader.classroom import batch
+    from grader.judge.submissions import discover
 
     good = "// grader: naive\n" + (SUBS / "good_naive.cu").read_text()
     for student, files in (("carol", ("kernel.cu", "old/kernel.cu", "old/older/v1.cu")), ("dan", ("a.cu", "b.cu"))):
@@ -348,8 +351,8 @@ def test_a_student_folder_is_graded_on_its_shallowest_marked_file(tmp_path):
 def test_a_link_out_of_the_students_folder_is_refused(tmp_path):
     """carol/kernel.cu -> kernels/01_naive.cu (a zip can carry the link) passed; now neither it, a folder
     that is a link elsewhere, nor a top-level link out of DIR is graded. A link inside the folder is fine."""
-    from grader import batch
-    from grader.submissions import discover
+    from grader.classroom import batch
+    from grader.judge.submissions import discover
 
     ref = Path(__file__).resolve().parent.parent / "kernels" / "01_naive.cu"
     d = tmp_path / "subs"
@@ -371,8 +374,8 @@ def test_a_link_out_of_the_students_folder_is_refused(tmp_path):
 def _access_miss_row(**kw):
     from types import SimpleNamespace
 
-    from grader import batch
-    from grader.submissions import Submission
+    from grader.classroom import batch
+    from grader.judge.submissions import Submission
 
     r = SimpleNamespace(
         passed=False,
@@ -392,7 +395,7 @@ def _access_miss_row(**kw):
 def test_a_kernel_that_misses_its_access_bound_is_called_so():
     """It was "timing not accepted" with evidence "correctness only", and Gradescope said a correct
     kernel gets the speed points: say what happened."""
-    from grader import lms
+    from grader.classroom import lms
 
     row = _access_miss_row()
     assert row["outcome"] == "misses the access bound (CPU)"

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from grader import bench
+from grader.course import bench
 
 RESULTS = Path(__file__).resolve().parent.parent / "kernels" / "results" / "h200.json"
 
@@ -40,7 +40,7 @@ def test_bench_times_the_way_the_grader_does(monkeypatch, capsys):
     import inspect
     import types
 
-    from grader import timing
+    from grader.run import timing
 
     seen = []
     fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True))

@@ -1,5 +1,5 @@
 """Every step that reads a submission's text in the grader's own process is bounded in time and memory
-(grader.bounded runs it in a limited child, or a size cap refuses the file before it is read): one crafted
+(grader.compile.bounded runs it in a limited child, or a size cap refuses the file before it is read): one crafted
 file costs its own verdict a few seconds, never the batch. Each test crafts the hostile input and runs the
 step in a child it waits for with a time limit, so that a regression fails instead of stalling the suite."""
 
@@ -45,7 +45,7 @@ def _within(seconds: float, fn, *args) -> dict:
     ids=["device-variables", "namespace-backtracking", "host-variables"],
 )
 def test_the_cpu_rewrite_of_a_crafted_file_stops_at_its_limit(monkeypatch, hostile):
-    from grader.cpu import rewrite
+    from grader.compile.cpu import rewrite
 
     monkeypatch.setattr(rewrite, "REWRITE_TIMEOUT_S", 2.0)
     box = _within(20, rewrite.rewrite, hostile)
@@ -56,7 +56,7 @@ def test_the_cpu_rewrite_of_a_crafted_file_stops_at_its_limit(monkeypatch, hosti
 def test_an_honest_file_is_rewritten_as_before():
     from pathlib import Path
 
-    from grader.cpu import rewrite
+    from grader.compile.cpu import rewrite
 
     src = (Path(__file__).resolve().parent.parent / "kernels" / "02_tiled.cu").read_text()
     here, there = rewrite._rewrite(src), rewrite.rewrite(src)
@@ -87,7 +87,8 @@ def _notebook(path, *cells: str):
 def test_a_notebook_built_to_exhaust_memory_costs_its_submission_only(tmp_path, monkeypatch):
     """json makes 3 bytes of `{},` a 64-byte dict: 20 MB of them took 430 MB of the grader's own process.
     Parsed in the limited child (here allowed 300 MB), the notebook is a row that says why."""
-    from grader import bounded, submissions
+    from grader.compile import bounded
+    from grader.judge import submissions
     from grader.errors import SubmissionError
 
     nb = tmp_path / "lab.ipynb"
@@ -103,7 +104,7 @@ def test_a_notebook_built_to_exhaust_memory_costs_its_submission_only(tmp_path, 
 def test_a_notebook_built_to_take_minutes_stops_at_its_limit(tmp_path, monkeypatch):
     """Each cell after the kernel cell is parsed (does it rewrite SOURCE?): 12 cells of 1 MB of `1+1+...`
     took 1.5 s each. The child stops at its time limit (here 2 s)."""
-    from grader import submissions
+    from grader.judge import submissions
     from grader.errors import SubmissionError
 
     nb = _notebook(
@@ -116,7 +117,7 @@ def test_a_notebook_built_to_take_minutes_stops_at_its_limit(tmp_path, monkeypat
 
 
 def test_a_kernel_cell_nested_too_deeply_is_a_message(tmp_path):
-    from grader import submissions
+    from grader.judge import submissions
     from grader.errors import SubmissionError
 
     nb = _notebook(tmp_path / "lab.ipynb", "# kernel: naive\nSOURCE = r'''\n// k\n'''\nx = " + "-" * 100_000 + "1")
@@ -128,7 +129,8 @@ def test_a_kernel_cell_nested_too_deeply_is_a_message(tmp_path):
 def test_a_file_of_gigabytes_is_refused_unread(tmp_path, suffix):
     """A sparse 4 GB file (a zip can carry one) was read whole before the 1 MB cap refused it: now its size
     is checked first, by check and by batch alike, in a child allowed 256 MB more than it holds."""
-    from grader import batch, submissions
+    from grader.classroom import batch
+    from grader.judge import submissions
 
     big = tmp_path / "subs" / f"huge{suffix}"
     big.parent.mkdir()

@@ -187,7 +187,7 @@ def lab(tmp_path):
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         # meanwhile, build the kernel the cell draws into the same cache (the notebook's kernel finds it)
-        from grader import profile
+        from grader.judge import profile
 
         profile.run("naive", ROOT / "kernels" / "01_naive.cu", (40, 36, 24), blocks=[(0, 0, 0)], resources=False)
 

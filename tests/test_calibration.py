@@ -1,4 +1,4 @@
-"""Thresholds on any GPU (grader.calibration): which calibration a verdict uses; measuring, once per GPU model.
+"""Thresholds on any GPU (grader.judge.calibration): which calibration a verdict uses; measuring, once per GPU model.
 
 The GPU is simulated (its name and the measurement are monkeypatched); the measurement itself runs on a
 GPU in test_measured_calibration_passes_the_shipped_solutions and in benchmarks/calibration_check.py.
@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from grader import calibration, exercises
+from grader.judge import calibration
+from grader.spec import exercises
 
 
 @pytest.fixture
@@ -83,7 +84,7 @@ def test_the_shipped_solutions_are_the_ones_the_h200_calibration_used():
 
 def test_the_verdict_names_its_calibration(monkeypatch):
     """grade() on a (simulated) GPU puts the calibration in the Result and in the speed message."""
-    from grader import grade
+    from grader.judge import grade
 
     res = grade.Result("tiled", "cuda", correct=True, calibration="measured here on Tesla T4")
     ex = exercises.get("tiled")
@@ -99,7 +100,7 @@ def test_the_verdict_names_its_calibration(monkeypatch):
 @pytest.mark.gpu
 def test_measured_calibration_passes_the_shipped_solutions(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path))
-    from grader import grade
+    from grader.judge import grade
 
     entry = calibration.measure(exercises.get("tiled"), grade_one=functools.partial(grade.grade_at, backend="cuda"))
     assert entry["threshold"] <= 0.8 * min(entry["speedups"].values()) + 0.01
@@ -116,7 +117,7 @@ def test_a_fixed_bar_holds_on_other_gpus_where_the_shipped_solutions_clear_it():
 
 
 def test_measure_uses_the_fixed_bar(monkeypatch):
-    from grader import grade
+    from grader.judge import grade
 
     monkeypatch.setattr(calibration, "shipped_solutions", lambda ex: {"a.cu": "x", "b.ipynb": "y"})
     speeds = {"x": 1.19, "y": 1.25}

@@ -1,6 +1,6 @@
 import torch
 
-from grader import checks, exercises
+from grader.spec import checks, exercises
 
 
 def _case(exercise="naive", shape=(127, 253, 61), seed=0):

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import lab
+from grader.course import lab
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE_TOP = "fast-gemm-main"  # GitHub's archive puts everything under REPO-BRANCH/
@@ -71,7 +71,7 @@ def test_first_cell_installs_the_course_outside_the_repository_and_grades(tmp_pa
     content.mkdir()
     nb = nbformat.read(ROOT / "solutions" / "01_triple_loop.ipynb", as_version=4)
     first = next(c for c in nb.cells if c.cell_type == "code")
-    assert first.source.startswith(lab.setup_cell()), "the first cell must start with grader.lab.setup_cell()"
+    assert first.source.startswith(lab.setup_cell()), "the first cell must start with grader.course.lab.setup_cell()"
     assert lab.install_url() in first.source
     first.source = first.source.replace(lab.install_url(), str(zip_path))  # the same pip call, offline
     nbformat.write(nb, content / "01.ipynb")
@@ -118,7 +118,7 @@ def test_first_cell_installs_the_course_outside_the_repository_and_grades(tmp_pa
         [
             str(py),
             "-c",
-            "import grader, grader.exercises as e; print(grader.__file__); "
+            "import grader, grader.spec.exercises as e; print(grader.__file__); "
             "print(e.KERNELS_DIR); "
             "print(sorted(p.name for p in e.KERNELS_DIR.glob('*.cu')))",
         ],
@@ -152,7 +152,7 @@ def test_every_solution_starts_with_the_same_bootstrap_and_the_repository_is_pyp
     for path in sorted((ROOT / "solutions").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")
-        assert first.source.startswith(lab.setup_cell()), f"{path.name}: run python -m grader.lab --write-setup"
+        assert first.source.startswith(lab.setup_cell()), f"{path.name}: run python -m grader.course.lab --write-setup"
         assert lab.replace_bootstrap(first.source) == first.source
 
 
@@ -165,5 +165,5 @@ def test_readme_links_every_notebook_to_colab():
     readme = (ROOT / "README.md").read_text()
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         assert lab.colab_url(f"notebooks/{path.name}") in readme, (
-            f"README lacks the Colab link of {path.name}: python -m grader.lab --write-readme"
+            f"README lacks the Colab link of {path.name}: python -m grader.course.lab --write-readme"
         )

@@ -1,6 +1,6 @@
 import ctypes
 
-from grader import contract, exercises
+from grader.spec import contract, exercises
 
 
 def test_every_exercise_has_launchers_with_a_stream_last():

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import doctor, hostcc, toolchain
+from grader.course import doctor
+from grader.compile import hostcc, toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
 REF = ROOT / "kernels" / "01_naive.cu"
@@ -86,7 +87,7 @@ def test_check_with_clang_says_it_needs_gcc_not_that_the_kernel_is_wrong(tmp_pat
 
 
 def test_doctor_names_clang_and_old_gcc_and_fails(tmp_path, monkeypatch):
-    import grader.cpu.build as build
+    import grader.compile.cpu.build as build
 
     clang = _fake_tool(tmp_path / "c", "g++", "Apple clang version 15.0.0 (clang-1500.3.9.4)")
     monkeypatch.setattr(build, "GXX", str(clang))
@@ -251,9 +252,9 @@ def test_doctor_runs_without_numpy_or_torch_and_says_what_is_missing(tmp_path):
 def test_the_package_keeps_its_notebook_names():
     import grader
 
-    assert callable(grader.load) and callable(grader.check) and callable(grader.profile.run)
+    assert callable(grader.load) and callable(grader.check) and callable(grader.judge.profile.run)
     assert "naive" in grader.EXERCISES and issubclass(grader.CompileError, grader.GraderError)
-    assert grader.exercises.KERNELS_DIR.is_dir()  # the notebooks' `grader.exercises.KERNELS_DIR`
+    assert grader.spec.exercises.KERNELS_DIR.is_dir()  # the notebooks' `grader.spec.exercises.KERNELS_DIR`
     assert set(grader.__all__) <= set(dir(grader))
     with pytest.raises(AttributeError, match="no_such_name"):
         grader.no_such_name  # noqa: B018

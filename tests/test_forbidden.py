@@ -1,4 +1,4 @@
-"""The static scan (grader/forbidden.py): the bypasses a tester found, and what must stay allowed.
+"""The static scan (grader/compile/forbidden.py): the bypasses a tester found, and what must stay allowed.
 
 The scan is the friendly early message; the enforcement is the check of the built object
 (tests/test_linkcheck.py), which also covers the common words (write, exit...) the scan lets pass.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import forbidden
+from grader.compile import forbidden
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "kernels").glob("*.cu")) + sorted((ROOT / "tests" / "submissions").glob("good_*.cu"))

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import contract, exercises, timing, worker
-from grader.runner.memory import Local, Remote
+from grader.spec import contract, exercises
+from grader.run import timing, worker
+from grader.run.runner.memory import Local, Remote
 
 
 def _setup(exercise, shape, seed=7):
@@ -89,7 +90,7 @@ def test_writing_an_input_is_named():
 
 
 def test_relu_mask_and_gemm_relu_honest_kernels_pass():
-    from grader.checks import pack_mask
+    from grader.spec.checks import pack_mask
 
     ins, outs, fr = _setup("relu_mask", (6, 70))
 
@@ -175,8 +176,8 @@ def where(request):
     def place(mod, others=None):
         if request.param == "here":
             return mod
-        from grader.runner.build import runner_binary
-        from grader.runner.client import Runner
+        from grader.run.runner.build import runner_binary
+        from grader.run.runner.client import Runner
 
         r = Runner(str(runner_binary("cpu")), "cpu")
         runners.append(r)
@@ -191,7 +192,7 @@ def where(request):
 
 
 def test_time_kernels_checks_every_round_end_to_end(monkeypatch, where):
-    from grader import binding
+    from grader.run import binding
 
     _fake_gpu_timing(monkeypatch)
     mod = where(binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu"))
@@ -207,7 +208,7 @@ def test_time_kernels_checks_every_round_end_to_end(monkeypatch, where):
 
 
 def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch, where):
-    from grader import binding
+    from grader.run import binding
 
     _fake_gpu_timing(monkeypatch)
     relu = where(binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu"))
@@ -235,7 +236,7 @@ def test_time_kernels_relu_pair_and_fused_epilogue_end_to_end(monkeypatch, where
 def test_gemm_relu_without_its_own_gemm_cannot_be_timed_and_says_what_to_add(monkeypatch, tmp_path):
     """The fusion is timed against the file's own `gemm` + a separate pass: a file without `gemm`
     gets a message naming the launcher to add (not a crash, not a silent other baseline)."""
-    from grader import binding
+    from grader.run import binding
     from grader.errors import LauncherError
 
     _fake_gpu_timing(monkeypatch)
@@ -338,7 +339,7 @@ def test_the_sandbagging_guard_times_gemm_relu_on_the_graded_inputs(monkeypatch)
     drawn like the graded ones."""
     from types import SimpleNamespace as NS
 
-    from grader.checks import pack_mask
+    from grader.spec.checks import pack_mask
 
     _fake_gpu_timing(monkeypatch)
     seen = []
@@ -395,7 +396,7 @@ def test_a_timed_round_is_one_runner_request(monkeypatch, where):
     """Each timed round of the submission is one request to its runner: the fresh inputs, the poison,
     the timed call and every check of the round travel together (ten requests per round, each waiting
     for the GPU, doubled the worker's time on the H200)."""
-    from grader import binding
+    from grader.run import binding
 
     _fake_gpu_timing(monkeypatch)
     mod = where(binding.load(KERNELS / "02_tiled.cu", "tiled", backend="cpu"))
@@ -412,7 +413,8 @@ def test_a_timed_round_is_one_runner_request(monkeypatch, where):
 
 
 def test_a_case_is_one_runner_request_and_its_inputs_cross_once(where):
-    from grader import binding, checks
+    from grader.run import binding
+    from grader.spec import checks
 
     mod = where(binding.load(KERNELS / "06_relu_mask.cu", "relu_mask", backend="cpu"))
     if not isinstance(mod, Remote):
@@ -431,7 +433,7 @@ def test_a_case_is_one_runner_request_and_its_inputs_cross_once(where):
 def test_a_reused_buffer_still_shows_a_write_past_its_end(where):
     """A case's next schedule reuses its buffers when their guard zones were intact: a kernel that
     writes past the end only on its second call is still caught."""
-    from grader import binding
+    from grader.run import binding
     from grader.errors import KernelError
 
     src = (
@@ -456,9 +458,9 @@ def test_the_runner_draws_a_rounds_inputs_poisons_and_checks_in_one_request(wher
     """op round, against the worker's own copies: inputs drawn bit for bit, outputs poisoned, input
     checksums, NaN counts and column sums as the worker computes them, and a row sample that the
     runner draws after the round (so it is not in the request a kernel could read)."""
-    from grader import binding
-    from grader.runner import rng
-    from grader.runner.memory import checksum
+    from grader.run import binding
+    from grader.run.runner import rng
+    from grader.run.runner.memory import checksum
 
     mod = where(binding.load(KERNELS / "01_naive.cu", "naive", backend="cpu"))
     if not isinstance(mod, Remote):
@@ -496,9 +498,9 @@ def test_the_runner_draws_a_rounds_inputs_poisons_and_checks_in_one_request(wher
     ],
 )
 def test_a_host_kernel_wrong_only_at_the_timed_size_fails_through_the_runner(cheat, said):
-    """cpu_blocked is timed in the runner on this machine (grader.host): each round's checks come back
+    """cpu_blocked is timed in the runner on this machine (grader.run.host): each round's checks come back
     with its one request, and catch what the kernel does only at the timed size."""
-    from grader import grade
+    from grader.judge import grade
 
     blocked = (KERNELS / "00_cpu_blocked.cu").read_text()
     head = 'extern "C" void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K) {'

@@ -1,4 +1,4 @@
-"""grader.fusion: the fused epilogue against the GEMM alone and the GEMM + a separate pass, over K."""
+"""grader.course.fusion: the fused epilogue against the GEMM alone and the GEMM + a separate pass, over K."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import fusion
+from grader.course import fusion
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ def test_sweep_against_another_files_gemm_times_the_files_own_gemm_and_variants_
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
-    from grader import bench
+    from grader.course import bench
 
     k07b = bench.load_kernel("07b_gemm_relu_warptile.cu", "gemm_relu")
     k05 = bench.load_kernel("05_warptile_pipelined.cu", "register_blocked")

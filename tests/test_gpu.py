@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import grader
-from grader import grade, toolchain
+from grader.judge import grade
+from grader.compile import toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNELS = os.path.join(ROOT, "kernels")

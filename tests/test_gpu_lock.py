@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade
+from grader.judge import grade
 from grader.errors import CannotGrade
 
 GOOD = Path(__file__).resolve().parent / "submissions" / "good_naive.cu"

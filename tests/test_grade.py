@@ -85,7 +85,7 @@ CPU_EXPECT = {
     "borrow_library_files.cu": (False, False, False, r"^forbidden: (.*\n)*.*<dlfcn\.h>: loading libraries"),
     "empty.cu": (False, False, False, r"^empty\.cu is empty"),
     "binary.cu": (False, False, False, r"^binary\.cu: not a UTF-8 text file"),
-    # bugs only the shapes drawn from the seed meet (grader.shapes); the seed is in the message
+    # bugs only the shapes drawn from the seed meet (grader.spec.shapes); the seed is in the message
     # (a lane past column N writes its neighbour row's element: on the CPU backend that write-write race on C
     # may be caught before the write past C's end)
     "fast_path_k32.cu": (
@@ -594,7 +594,7 @@ KERNEL_EXERCISE = {
 KERNEL_FILES = sorted(
     p.name for p in KERNELS.glob("*.cu") if re.search(r'extern "C" void (gemm|relu_forward|gemm_relu)\(', p.read_text())
 )
-# correct, but on the CPU backend they miss their exercise's access bound (grader/exercises.py ACCESS_BOUNDS),
+# correct, but on the CPU backend they miss their exercise's access bound (grader/spec/exercises.py ACCESS_BOUNDS),
 # as on a GPU they miss its threshold: uncoalesced, 32-way bank conflicts, 1-D blocking (1.1 shared loads per FMA)
 CPU_ACCESS_MISS = {
     "01a_naive_uncoalesced.cu": "sectors_over_ideal_ld",
@@ -608,7 +608,8 @@ def _kernel_exercise(name: str) -> str:
 
 
 def _grade(job):
-    from grader import grade, sandbox
+    from grader.judge import grade
+    from grader.run import sandbox
 
     exercise, path, timeout = job
     # On a GPU the two verdicts at a time share it as batch --per-gpu 2 does: each worker holds a lock
@@ -675,7 +676,7 @@ def test_verdict(verdicts, name):
 
 @pytest.mark.parametrize("name", KERNEL_FILES)
 def test_reference_kernels(verdicts, name):
-    from grader import exercises
+    from grader.spec import exercises
 
     r = verdicts[f"ref/{name}"]
     assert r.compiled and r.correct, f"{name}: {r.message}"
@@ -702,7 +703,7 @@ def test_result_is_json_serialisable_with_the_cli_fields(verdicts):
 
 # ---------------------------------------------------------------------------- no child needed
 def test_forbidden_scan_ignores_comments_and_catches_tricks():
-    from grader import forbidden
+    from grader.compile import forbidden
 
     ok = "// cublasSgemm would be faster\n/* #include <torch/torch.h> */\n#include <cstdint>\nint c10 = 0;\n"
     assert forbidden.scan(ok) == []
@@ -736,7 +737,8 @@ def _timing(kernel_ms, host_ms=None, lib_ms=None, lib="cublas", base_ms=None):
 
 
 def test_plausibility_cap_and_host_clock_cross_check():
-    from grader import exercises, grade
+    from grader.spec import exercises
+    from grader.judge import grade
 
     ex = exercises.get("tiled")
     assert grade.plausibility(_timing(10.0, lib_ms=5.0), ex) == ""
@@ -748,7 +750,7 @@ def test_plausibility_cap_and_host_clock_cross_check():
 
 
 def test_thresholds_override_file_and_env(tmp_path, monkeypatch):
-    from grader import exercises
+    from grader.spec import exercises
     from grader.errors import CannotGrade
 
     f = tmp_path / "t.json"
@@ -765,7 +767,7 @@ CORRECTNESS_ONLY = {"mlp_step"}  # not timed: notebook 08 measures the training 
 
 
 def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
-    from grader import exercises
+    from grader.spec import exercises
 
     for ex in exercises.EXERCISES.values():
         if ex.name in CORRECTNESS_ONLY:
@@ -786,7 +788,7 @@ def test_every_exercise_is_timed_against_a_baseline_with_a_threshold():
 
 
 def test_notebook_html_verdict(verdicts):
-    from grader import report
+    from grader.judge import report
 
     bad = report.html_report(verdicts["sub/unwritten_tail.cu"])
     assert "FAILED" in bad and "<table" in bad and "hint:" in bad and "never written" in bad
@@ -801,7 +803,9 @@ def test_notebook_html_verdict(verdicts):
 def test_speed_verdict_and_its_hint():
     """A correct kernel below the threshold fails as too slow with its exercise's hint; one above
     it passes; hidden work (host clock far above the events) is never a pass."""
-    from grader import exercises, grade, sandbox
+    from grader.spec import exercises
+    from grader.judge import grade
+    from grader.run import sandbox
 
     ex = exercises.get("relu_mask")
 
@@ -840,7 +844,9 @@ def test_gemm_relu_speed_verdict_is_the_fusion_against_its_own_gemm():
     """gemm_relu passes only when the fused kernel beats the file's own `gemm` + a separate pass by the
     threshold; a `gemm` slower than the fused kernel (sandbagged to inflate the baseline) never passes;
     a file without `gemm` is correct but not timed, with the launcher to add."""
-    from grader import exercises, grade, sandbox
+    from grader.spec import exercises
+    from grader.judge import grade
+    from grader.run import sandbox
 
     ex = exercises.get("gemm_relu")
     assert ex.threshold > 1.0 and ex.baseline_epilogue == "own_gemm_then_pass"
@@ -875,7 +881,8 @@ def test_gemm_relu_speed_verdict_is_the_fusion_against_its_own_gemm():
 def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
     """Whatever reaches the result channel without the run's secret token (a kernel that found the
     pipe and wrote a made-up result) fails the submission instead of being read."""
-    from grader import grade, sandbox
+    from grader.judge import grade
+    from grader.run import sandbox
 
     forger = tmp_path / "forger.py"  # stands in for a worker whose kernel writes to the pipe
     forger.write_text(
@@ -890,8 +897,8 @@ def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
 
 
 def test_html_speed_bar_against_the_threshold():
-    from grader import report
-    from grader.grade import Result
+    from grader.judge import report
+    from grader.judge.grade import Result
 
     r = Result("tiled", "cuda", True, True, False, speedup=1.1, threshold=1.29, message="correct; too slow")
     h = report.html_report(r)
@@ -899,7 +906,7 @@ def test_html_speed_bar_against_the_threshold():
 
 
 def test_a_failed_verdict_gives_the_seed_that_reproduces_its_shapes():
-    """`check --seed S` draws the same inputs and shapes (grader.shapes): the message says how."""
+    """`check --seed S` draws the same inputs and shapes (grader.spec.shapes): the message says how."""
     r = _grade(("naive", SUBS / "row_cache_128.cu", None))
     assert r.seed == 1234 and not r.passed
     assert f"`python -m grader check naive {SUBS / 'row_cache_128.cu'} --seed 1234`" in r.message

@@ -15,7 +15,8 @@ SUBS = ROOT / "tests" / "submissions"
 
 
 def test_work_on_a_hidden_stream_is_not_a_pass():
-    from grader import forbidden, grade
+    from grader.compile import forbidden
+    from grader.judge import grade
 
     path = SUBS / "gpu" / "side_stream.cu"
     assert forbidden.scan(path.read_text())  # the scan alone refuses it...
@@ -25,7 +26,7 @@ def test_work_on_a_hidden_stream_is_not_a_pass():
 
 
 def test_a_remembered_answer_fails_in_the_timed_runs():
-    from grader import grade
+    from grader.judge import grade
 
     r = grade.grade("tiled", SUBS / "gpu" / "cached_result.cu", backend="cuda")
     print(r.message)
@@ -34,7 +35,7 @@ def test_a_remembered_answer_fails_in_the_timed_runs():
 
 
 def test_repeated_speedups_within_5_percent_and_cached_check_time():
-    from grader import grade
+    from grader.judge import grade
 
     grade.grade("tiled", KERNELS / "02_tiled.cu", backend="cuda")  # builds (cached after)
     speedups, seconds = [], []
@@ -56,7 +57,8 @@ def test_repeated_speedups_within_5_percent_and_cached_check_time():
 
 @pytest.mark.parametrize("exercise", ["naive", "tiled", "conflict_free", "register_blocked", "relu_mask", "gemm_relu"])
 def test_reference_passes_its_threshold_with_margin(exercise):
-    from grader import exercises, grade
+    from grader.spec import exercises
+    from grader.judge import grade
 
     ex = exercises.get(exercise)
     r = grade.grade(exercise, ex.reference_path, backend="cuda")

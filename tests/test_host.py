@@ -1,4 +1,4 @@
-"""cpu_blocked: a host C++ exercise, graded on the CPU backend and timed on the CPU (grader.host).
+"""cpu_blocked: a host C++ exercise, graded on the CPU backend and timed on the CPU (grader.run.host).
 These run on any machine (g++ only); the timed ones take a few seconds each."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import binding, exercises, grade, host
+from grader.run import binding, host
+from grader.spec import exercises
+from grader.judge import grade
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 NAIVE = (KERNELS / "00_cpu_naive.cu").read_text()

@@ -2,13 +2,13 @@
 only), and is correct on the GPU when one is present (float64 reference, NaN-poisoned outputs,
 shapes that are multiples of no tile). Skipped, visibly, without nvcc or a GPU.
 
-CPU backend: once `grader.binding.load(..., backend="cpu")` runs these files, the same
+CPU backend: once `grader.run.binding.load(..., backend="cpu")` runs these files, the same
 correctness checks run there too (test_cpu_backend_* below; skipped while it cannot build).
 """
 
 from __future__ import annotations
 
-from grader import exercises
+from grader.spec import exercises
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,7 +34,7 @@ EXERCISE = {
     "07b_gemm_relu_warptile.cu": "gemm_relu",
     "07a_bias_relu_pass.cu": "bias_relu_pass",  # the separate pass gemm_relu is timed against
     "08_mlp_step.cu": "mlp_step",  # 07's gemm_relu and gemm with 06's relu_backward
-    "00_machine.cu": None,  # notebook 00's probes (grader.machine): no exercise, no launcher contract
+    "00_machine.cu": None,  # notebook 00's probes (grader.course.machine): no exercise, no launcher contract
     "00_cpu_naive.cu": "cpu_blocked",
     "00_cpu_blocked.cu": "cpu_blocked",  # plain C++ (tests/test_host.py)
 }
@@ -70,7 +70,7 @@ def test_compiles(name, arch, tmp_path):
     # Device code for each arch (-cubin: ptxas's report, for the spill check). The host pass does not depend on
     # the arch: test_builds_as_the_grader_builds runs it once (sm_90, nvcc -c and -shared), in a build that
     # tests/test_linkcheck.py then finds in the session's cache; a host exercise (plain C++) gets -c here.
-    host = arch == ARCHS[-1] and exercise_of(name) in contract.HOST
+    host = arch == ARCHS[-1] and exercises.is_host(exercise_of(name))
     out = ["-c", "-o", str(tmp_path / "k.o")] if host else ["-cubin", "-o", str(tmp_path / "k.cubin")]
     proc = subprocess.run(
         [NVCC, f"-arch={arch}", "-O3", "--std=c++17", "-Xptxas", "-v", *out, str(src)],
@@ -92,11 +92,11 @@ def test_compiles(name, arch, tmp_path):
 @pytest.mark.parametrize("name", FILES)
 def test_builds_as_the_grader_builds(name, monkeypatch):
     """nvcc -c (the host pass too) and -shared as the grader runs them for a GPU (sm_90), its call check included."""
-    from grader import contract, toolchain
+    from grader.compile import toolchain
 
     if not NVCC:
         pytest.skip("nvcc not found: compile checks skipped")
-    if exercise_of(name) in contract.HOST:
+    if exercises.is_host(exercise_of(name)):
         pytest.skip("a host exercise (plain C++): never built with nvcc")
     monkeypatch.setattr(toolchain, "gpu_arch", lambda: "sm_90")
     b = toolchain.build((KERNELS / name).read_text(), backend="cuda", exercise=exercise_of(name), filename=name)
@@ -129,7 +129,7 @@ SHAPES = [
 )
 def test_gemm_correct_on_gpu(name):
     _gpu()
-    from grader import bench
+    from grader.course import bench
 
     mod = bench.load_kernel(name, exercise_of(name))
     for i, shape in enumerate(SHAPES):
@@ -140,7 +140,7 @@ def test_gemm_correct_on_gpu(name):
 @pytest.mark.gpu
 def test_relu_mask_correct_on_gpu():
     _gpu()
-    from grader import bench
+    from grader.course import bench
 
     mod = bench.load_kernel("06_relu_mask.cu", "relu_mask")
     for i, (m, n) in enumerate([(1, 1), (17, 33), (127, 253), (3, 64), (3, 256), (1000, 1000), (2, 4097), (7, 4096)]):
@@ -151,7 +151,7 @@ def test_relu_mask_correct_on_gpu():
 @pytest.mark.parametrize("name", ["07_gemm_relu.cu", "07b_gemm_relu_warptile.cu"])
 def test_gemm_relu_correct_on_gpu(name):
     _gpu()
-    from grader import bench
+    from grader.course import bench
 
     mod = bench.load_kernel(name, "gemm_relu")
     for i, shape in enumerate(SHAPES + [(4096, 4096, 256)]):  # the last: the big tile, interior and edge-free
@@ -196,7 +196,7 @@ def test_07b_is_05_plus_the_epilogue():
 def _cpu_module(name, extra_flags=()):
     torch = pytest.importorskip("torch")
     try:
-        from grader import binding
+        from grader.run import binding
 
         return torch, binding.load(KERNELS / name, exercise_of(name), backend="cpu", extra_flags=extra_flags)
     except Exception as e:  # backend absent or not yet able to build this file
@@ -214,7 +214,7 @@ CPU_SHAPES = [(1, 1, 1), (17, 33, 65), (33, 70, 19), (127, 253, 61)]
 def test_gemm_correct_on_cpu_backend(name):
     import torch
 
-    from grader import binding
+    from grader.run import binding
 
     # the CPU backend builds every reference GEMM: a build failure fails here, it is not a skip
     mod = binding.load(KERNELS / name, exercise_of(name), backend="cpu")
@@ -235,7 +235,7 @@ def _gemm_rel_err(torch, mod, m, n, k, g) -> float:
 
 def test_relu_mask_on_cpu_backend():
     torch, mod = _cpu_module("06_relu_mask.cu")
-    from grader.checks import pack_mask
+    from grader.spec.checks import pack_mask
 
     g = torch.Generator().manual_seed(1)
     for m, n in [(1, 1), (17, 33), (5, 64), (127, 253), (1000, 1000)]:
@@ -269,7 +269,7 @@ def test_big_tile_falls_back_when_the_gpu_has_less_shared_memory(name, monkeypat
     monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(64 * 1024))
     # a build of its own: the launcher asks for the shared memory once per process (a static)
     torch, mod = _cpu_module(name, BIG_TILE + ("-DPLAYING_A_T4",))
-    from grader.checks import pack_mask
+    from grader.spec.checks import pack_mask
 
     g = torch.Generator().manual_seed(4)
     m, n, k = 130, 260, 40
@@ -297,7 +297,7 @@ def test_gemm_relu_on_cpu_backend(flags, monkeypatch):
     if BIG_TILE[0] in flags:  # the 97 KB tile needs more shared memory than the emulated T4 has: play an H200
         monkeypatch.setenv("CUDA_EMU_MAX_DYN_SMEM", str(227 * 1024))
     torch, mod = _cpu_module("07b_gemm_relu_warptile.cu", flags)
-    from grader.checks import pack_mask
+    from grader.spec.checks import pack_mask
 
     g = torch.Generator().manual_seed(2)
     if flags == BIG_TILE:  # its `gemm` too: 05's store, the fusion's baseline

@@ -36,7 +36,7 @@ if CASES:  # an empty parameter set would be a skip that says nothing; the test 
         ],
     )
     def test_known_gap(name):
-        from grader import grade
+        from grader.judge import grade
         from grader.errors import CannotGrade
 
         exercise, should_pass, _ = CASES[name]

@@ -1,4 +1,4 @@
-"""Notebook 07's start (grader.lab): your notebook 05 kernel, or kernels/04, as the gemm_relu kernel cell."""
+"""Notebook 07's start (grader.course.lab): your notebook 05 kernel, or kernels/04, as the gemm_relu kernel cell."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import contract, lab, notebooks, submissions
-from grader.exercises import KERNELS_DIR
+from grader.spec import contract
+from grader.course import lab, notebooks
+from grader.judge import submissions
+from grader.spec.exercises import KERNELS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 K04 = (KERNELS_DIR / "04_register_blocked.cu").read_text()

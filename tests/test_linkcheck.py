@@ -1,4 +1,4 @@
-"""The check of the built object (grader/linkcheck.py): what a submission may call, whatever its source
+"""The check of the built object (grader/compile/linkcheck.py): what a submission may call, whatever its source
 does to hide it from the scan (issue 13.1).
 
 Each BYPASSES entry is a correct `naive` kernel file that also reaches something a kernel file may not,
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import exercises, linkcheck, toolchain
+from grader.spec import exercises
+from grader.compile import linkcheck, toolchain
 from grader.errors import Forbidden
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +161,8 @@ def test_what_the_scan_missed_is_refused_in_the_built_object(build, backend, nam
 @pytest.mark.parametrize("name", BYPASSES)
 def test_the_check_and_the_scan_both_refuse_through_the_grader(name, tmp_path):
     """The whole path a learner's file takes (scan, then build and check): refused, outcome "forbidden"."""
-    from grader import batch, grade
+    from grader.classroom import batch
+    from grader.judge import grade
 
     path = tmp_path / name
     path.write_bytes(BYPASSES[name][0].encode())
@@ -179,7 +181,7 @@ def test_what_a_kernel_file_may_use_passes(build, backend):
 
 
 def test_a_variable_called_write_passes_the_grader(tmp_path):
-    from grader import grade
+    from grader.judge import grade
 
     path = tmp_path / "vars.cu"
     path.write_text(
@@ -222,8 +224,8 @@ def test_the_cpu_backends_internals_are_refused(build):
 
 def test_the_timed_host_build_is_checked_too():
     """cpu_blocked is graded for correctness on the CPU backend, but timed from a separate g++ -O3 build
-    (grader.host), where `#ifndef __CUDACC__` hides a call from the checked CPU-backend build (which defines it, as nvcc does)."""
-    from grader import grade
+    (grader.run.host), where `#ifndef __CUDACC__` hides a call from the checked CPU-backend build (which defines it, as nvcc does)."""
+    from grader.judge import grade
 
     src = (
         (ROOT / "kernels" / "00_cpu_naive.cu").read_text() + '\n#ifndef __CUDACC__\nextern "C" int mkdir(const char*, '
@@ -298,7 +300,7 @@ def test_the_allow_list():
 def _notebook_kernels():
     import nbformat
 
-    from grader import notebooks
+    from grader.course import notebooks
 
     return [
         (f"{p.stem}-{ex}", src, ex)

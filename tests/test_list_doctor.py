@@ -2,7 +2,10 @@
 
 import shutil
 
-from grader import cli, doctor, exercises, hostcc
+from grader import cli
+from grader.course import doctor
+from grader.spec import exercises
+from grader.compile import hostcc
 
 
 def test_list_names_every_exercise_and_its_launchers(capsys):

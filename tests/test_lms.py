@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from grader import cli, lms
+from grader import cli
+from grader.classroom import lms
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = ROOT / "tests" / "submissions"

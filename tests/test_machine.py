@@ -1,11 +1,11 @@
-"""grader.machine: notebook 00's probes. The pointer chain and the CPU roofline run anywhere; the
+"""grader.course.machine: notebook 00's probes. The pointer chain and the CPU roofline run anywhere; the
 GPU probes (kernels/00_machine.cu) run only on a GPU and skip visibly without one."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader import machine
+from grader.course import machine
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_h200_peak_and_copy_come_from_the_committed_run():
 
 
 def test_the_cpu_roofline_chart_shows_the_add_it_asks_about():
-    from grader import plots
+    from grader.course import plots
 
     # notebook 00 on a CPU: 1 TFLOP/s and 12 GB/s put c = a + b (1/12 FLOP per byte) near 0.001 TFLOP/s
     points = {"c = a + b": 1 / 12, "matmul n=1024": 1024 / 6}

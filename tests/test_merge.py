@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, merge
+from grader import cli
+from grader.classroom import merge
 from grader.errors import CannotGrade
 
 ROOT = Path(__file__).resolve().parent.parent

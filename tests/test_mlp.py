@@ -1,4 +1,4 @@
-"""grader/mlp.py: the layers on a kernel file's launchers, notebook 08's check of a learner's Function,
+"""grader/spec/mlp.py: the layers on a kernel file's launchers, notebook 08's check of a learner's Function,
 and the grader's training step (its float64 reference and the parent's verdict on it)."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import pytest
 import torch
 
 import grader
-from grader import checks, grade, mlp, sandbox
+from grader.spec import checks, mlp
+from grader.judge import grade
+from grader.run import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "kernels" / "08_mlp_step.cu"
@@ -155,7 +157,7 @@ def test_digits_come_with_the_wheel_and_train_to_90_percent(k):
 
 
 def test_notebook_08_composes_its_kernel_from_notebooks_07_and_06(tmp_path):
-    from grader import lab
+    from grader.course import lab
 
     source, where = lab.mlp_step_source(ROOT / "solutions")
     assert where.startswith("your notebooks 07")

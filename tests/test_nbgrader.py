@@ -1,4 +1,4 @@
-"""nbgrader's own autograde gives the points of grader.lms.nbgrader_cells(): the course's kernel cell,
+"""nbgrader's own autograde gives the points of grader.classroom.lms.nbgrader_cells(): the course's kernel cell,
 two autograder test cells (correct; fast enough), graded for a student whose kernel is right and one
 whose kernel is wrong. nbgrader is installed into a throw-away venv that sees this venv's packages;
 where it cannot be installed (no package index), the test skips and says so."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import lms
+from grader.classroom import lms
 
 ROOT = Path(__file__).resolve().parent.parent
 

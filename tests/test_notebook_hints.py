@@ -33,7 +33,7 @@ def test_06_says_why_the_ballot_names_every_lane_not_activemask():
 
 
 def test_09_edge_hint_quotes_what_the_grader_prints_for_TN_in_place_of_SUB():
-    from grader import grade
+    from grader.judge import grade
 
     hint = _flat(_details("09_beyond.ipynb", "Exercise 1, hint 2"))
     assert "access bound" not in hint  # the CPU backend prints no access bound for it: a race comes first

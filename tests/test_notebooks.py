@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebooks
-from grader.exercises import EXERCISES
+from grader.course import notebooks
+from grader.spec.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -35,10 +35,10 @@ def test_there_are_solutions():
 @pytest.mark.parametrize("path", SOLUTIONS, ids=IDS)
 def test_exercise_is_generated_from_solution(path):
     exercise = ROOT / "notebooks" / path.name
-    assert exercise.is_file(), f"notebooks/{path.name} missing: run python -m grader.notebooks"
+    assert exercise.is_file(), f"notebooks/{path.name} missing: run python -m grader.course.notebooks"
     want = notebooks.render(notebooks.exercise_version(read(path)))
     assert exercise.read_text() == want, (
-        f"notebooks/{path.name} is out of date with solutions/: run python -m grader.notebooks"
+        f"notebooks/{path.name} is out of date with solutions/: run python -m grader.course.notebooks"
     )
 
 
@@ -108,7 +108,7 @@ KERNEL_CELLS = [(p, name) for p in SOLUTIONS for name in notebooks.kernel_cells(
 def test_solution_kernel_passes_and_exercise_kernel_fails(path, exercise):
     """A learner who fills in the notebook as its solution does passes the grader (on a GPU: its
     speed threshold too); the untouched exercise copy fails. Graded straight from the notebooks."""
-    from grader import grade
+    from grader.judge import grade
 
     solved = grade.grade(exercise, path)
     assert solved.passed, f"{path.name}: {solved.message}"
@@ -119,7 +119,7 @@ def test_solution_kernel_passes_and_exercise_kernel_fails(path, exercise):
 def test_a_wrong_cpu_blocked_verdict_says_where_its_speed_is_timed():
     """Notebook 01's cpu_blocked is timed on this CPU once it is correct, on any machine: its verdict's
     footer must not send the learner to a GPU (a CUDA exercise's does)."""
-    from grader import grade, report
+    from grader.judge import grade, report
 
     cpu = report.html_report(grade.Result("cpu_blocked", "cpu", compiled=True, correct=False))
     assert "GPU" not in cpu and "timed on this CPU once it is correct" in cpu
@@ -127,7 +127,7 @@ def test_a_wrong_cpu_blocked_verdict_says_where_its_speed_is_timed():
     assert "speed is graded on a GPU" in gpu_exercise
 
 
-# What a notebook shows only as a cell's value: grader.plots' figures (closed when returned) and the
+# What a notebook shows only as a cell's value: grader.course.plots' figures (closed when returned) and the
 # widgets' views. Anywhere else in a cell (an `if` block, a loop) they must be passed to display().
 SHOWN_AS_VALUE = {"plots": {"LiveLoss", "h200_results"}, "widgets": {"compare"}}  # module: names that show themselves
 
@@ -171,11 +171,11 @@ def test_every_chart_and_widget_is_shown(path):
 
 
 # Every H200 figure that a solution's text (or the README's ladder) quotes, as the results files give it
-# (grader.lab.h200_figures): (notebook, markdown cell id, the quote with {figure} fields, from FIGURES).
+# (grader.course.lab.h200_figures): (notebook, markdown cell id, the quote with {figure} fields, from FIGURES).
 # Notebooks 05 and 07 may add their rows. Whitespace is compared loosely: a quote may break across lines.
 @functools.cache
 def figures() -> dict[str, float]:
-    from grader import lab
+    from grader.course import lab
 
     f = lab.h200_figures()
     tf, pct, relu, train = f["tflops"], f["pct_cublas"], f["relu"], f["training"]

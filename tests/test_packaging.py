@@ -62,7 +62,7 @@ def test_the_wheel_built_from_the_sdist_passes_doctor_in_a_clean_venv(sdist, tmp
     env.update(GRADER_CACHE=str(tmp_path / "cache"), PIP_NO_INDEX="1", PYTHONDONTWRITEBYTECODE="1")
     _run([py, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], env=env, cwd=tmp_path)
 
-    where = _run([py, "-c", "import grader.exercises as e; print(e.KERNELS_DIR)"], env=env, cwd=tmp_path).stdout
+    where = _run([py, "-c", "import grader.spec.exercises as e; print(e.KERNELS_DIR)"], env=env, cwd=tmp_path).stdout
     assert where.strip() == str(Path(site, "grader", "_kernels")), where  # the wheel's copy, not a checkout's
     r = subprocess.run(
         [py, "-m", "grader", "doctor"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600

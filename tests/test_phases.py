@@ -3,7 +3,7 @@
 import time
 from pathlib import Path
 
-from grader import grade as grading
+from grader.judge import grade as grading
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 

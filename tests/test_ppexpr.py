@@ -1,4 +1,4 @@
-"""The CPU backend evaluates `#if ... __CUDA_ARCH__` lines itself (grader/cpu/ppexpr.py), in the grader's
+"""The CPU backend evaluates `#if ... __CUDA_ARCH__` lines itself (grader/compile/cpu/ppexpr.py), in the grader's
 own process: as g++ does, in 64 bits, and never with Python's eval, whose big integers let a submission's
 `(1 << (1 << 33))` take seconds and gigabytes there."""
 
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from grader.cpu import ppexpr
-from grader.cpu.rewrite import LaunchSyntaxError, UnsupportedConstruct, rewrite
+from grader.compile.cpu import ppexpr
+from grader.compile.cpu.rewrite import LaunchSyntaxError, UnsupportedConstruct, rewrite
 
 # (expression, what g++ -E makes of it): C's semantics, where Python's differ
 CASES = [

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import grade as grading
-from grader import sandbox, toolchain
+from grader.judge import grade as grading
+from grader.run import sandbox
+from grader.compile import toolchain
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 

@@ -1,4 +1,4 @@
-"""The CPU backend's access profile (grader/profile.py, grader/cpu/profile.cpp): what it counts,
+"""The CPU backend's access profile (grader/judge/profile.py, grader/compile/cpu/profile.cpp): what it counts,
 how it samples, and the verdicts it gives on each rung's idea."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import profile
+from grader.judge import profile
 
 ROOT = Path(__file__).resolve().parent.parent
 K = ROOT / "kernels"
@@ -114,7 +114,7 @@ MISGRADED = [  # issue 14: each passed its wrong exercise on the CPU backend bef
 @pytest.mark.skipif(HAS_GPU, reason="the CPU backend's verdict (on a GPU the speed threshold decides)")
 @pytest.mark.parametrize("exercise,file,figure", MISGRADED, ids=[f"{f}-for-{e}" for e, f, _ in MISGRADED])
 def test_misgraded_kernels_fail_on_their_access_counts(exercise, file, figure):
-    from grader import grade
+    from grader.judge import grade
 
     r = grade.grade(exercise, K / file, backend="cpu")
     assert r.correct and not r.passed, r.message
@@ -140,7 +140,7 @@ def test_shipped_solutions_meet_their_access_bounds(exercise, file):
     """(The notebooks' kernels are graded by tests/test_notebooks.py, bounds included.) At the profile shapes
     of a few seeds, blocks sampled as grading does: the aligned shape at the bounds, the unaligned one with
     each bound's slack there."""
-    from grader import exercises, shapes
+    from grader.spec import exercises, shapes
 
     for seed in (1, 2):
         for shape, odd in zip(shapes.profile_shapes(exercises.get(exercise).profile_shape, seed), (False, True)):
@@ -174,7 +174,7 @@ extern "C" void gemm_relu(const float* A, const float* B, const float* bias, flo
 
 @pytest.mark.skipif(HAS_GPU, reason="needs a machine without a GPU")
 def test_require_gpu_refuses_a_cpu_verdict():
-    from grader import grade
+    from grader.judge import grade
     from grader.errors import CannotGrade
 
     with pytest.raises(CannotGrade, match="--require-gpu"):
@@ -192,7 +192,7 @@ def test_require_gpu_refuses_a_cpu_verdict():
 
 @pytest.mark.skipif(HAS_GPU, reason="the CPU backend's evidence")
 def test_gradebook_says_what_a_pass_rests_on(tmp_path):
-    from grader import batch
+    from grader.classroom import batch
 
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -204,7 +204,7 @@ def test_gradebook_says_what_a_pass_rests_on(tmp_path):
 
 @pytest.mark.gpu
 def test_gpu_verdict_is_timed_with_the_profile_beside():
-    from grader import grade
+    from grader.judge import grade
 
     if not HAS_GPU:
         pytest.skip("needs a GPU")
@@ -216,7 +216,8 @@ def test_gpu_verdict_is_timed_with_the_profile_beside():
 def test_a_kernel_cannot_see_which_blocks_are_watched():
     """The backend's internals are linked into the submission's library: a kernel that declared
     cuda_emu::g_profile_block could be coalesced only in the recorded blocks. The scan refuses it."""
-    from grader import forbidden, grade
+    from grader.compile import forbidden
+    from grader.judge import grade
 
     src = (K / "01a_naive_uncoalesced.cu").read_text()
     src = "namespace cuda_emu { extern bool g_profile_block; }\n" + src

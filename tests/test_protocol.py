@@ -4,7 +4,7 @@ import struct
 import numpy as np
 import pytest
 
-from grader import protocol
+from grader.run import protocol
 
 
 def test_round_trip_keeps_metadata_dtypes_and_values():

@@ -1,4 +1,4 @@
-"""The native runner (grader/runner): the process a submission's library runs in holds nothing worth
+"""The native runner (grader/run/runner): the process a submission's library runs in holds nothing worth
 borrowing, draws the timed rounds' inputs exactly as the worker's copy does, and checks sums the same way."""
 
 from pathlib import Path
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from grader import grade
-from grader.runner import client, rng
-from grader.runner.build import runner_binary
-from grader.runner.client import Runner, RunnerFailed
-from grader.runner.memory import checksum
+from grader.judge import grade
+from grader.run.runner import client, rng
+from grader.run.runner.build import runner_binary
+from grader.run.runner.client import Runner, RunnerFailed
+from grader.run.runner.memory import checksum
 
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 

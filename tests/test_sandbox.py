@@ -1,7 +1,7 @@
 """The worker's sandbox (#13.8) and its warm template (#13.10).
 
 Each test runs a small hand-built library (the CPU backend's entry points and a naive launcher
-whose body probes its surroundings and prints what it found) through grader.sandbox.run_worker,
+whose body probes its surroundings and prints what it found) through grader.run.sandbox.run_worker,
 the path every verdict takes. The bubblewrap tests skip, visibly, where bwrap is missing or
 cannot create namespaces here (`apt-get install bubblewrap`; some containers forbid them).
 """
@@ -15,7 +15,8 @@ import time
 import pytest
 import torch
 
-from grader import bwrap, exercises, forkserver, sandbox
+from grader.run import bwrap, forkserver, sandbox
+from grader.spec import exercises
 from grader.errors import CannotGrade
 
 pytestmark = pytest.mark.skipif(
@@ -134,7 +135,7 @@ def test_the_worker_runs_in_the_sandbox(tmp_path, launcher, monkeypatch):
     assert p["secret-readable"] != "yes", p  # $HOME hidden
     assert p["cache-entries"] == "none" and p["home-entries"] == "none", p  # other students' builds hidden
     assert p["outer-pid-visible"] != "yes" and p["few-pids"] == "yes", p  # its own PID namespace
-    # the launcher runs in the native runner, whose own view (grader/runner/runner.cpp) has no writable place,
+    # the launcher runs in the native runner, whose own view (grader/run/runner/runner.cpp) has no writable place,
     # not even the worker's scratch
     assert p["scratch-writable"] != "yes" and p["scratch-was-empty"] == "no", p
     assert p["tmp-writable"] != "yes" and p["shm-writable"] != "yes" and p["root-writable"] != "yes", p
@@ -290,7 +291,7 @@ def test_a_template_that_dies_mid_run_is_not_the_kernels_fault(tmp_path, monkeyp
 
 
 def test_doctor_says_whether_the_sandbox_is_active(monkeypatch):
-    from grader import doctor
+    from grader.course import doctor
 
     monkeypatch.setattr(bwrap, "probe", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
     monkeypatch.delenv("GRADER_SANDBOX", raising=False)
@@ -307,7 +308,7 @@ def test_a_gpu_verdict_from_the_template(monkeypatch, sandboxed):
     """CUDA starts in the forked child (the template never touched it), inside bwrap with only the
     GPU's device nodes where it works; two verdicts in a row, both timed."""
     KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
-    from grader import grade
+    from grader.judge import grade
 
     monkeypatch.setenv("GRADER_FORKSERVER", "1")
     monkeypatch.setenv("GRADER_SANDBOX", "bwrap" if sandboxed else "none")

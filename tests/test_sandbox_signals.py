@@ -1,10 +1,10 @@
 """#13.2: a kernel file must not be able to signal, trace or re-limit the grader (or anyone else).
 
 `tgkill(getppid(), getppid(), SIGKILL)` in a launcher killed `check`, and in `batch` the whole
-run. The source scan and the binary allow-list (grader.forbidden, the toolchain's link check)
+run. The source scan and the binary allow-list (grader.compile.forbidden, the toolchain's link check)
 refuse such a file before it runs; these tests go past both on purpose (the library is built
 here with g++, by hand) to test the layer underneath: the worker's seccomp filter
-(grader.seccomp), which holds with or without bubblewrap. The grader under attack is always a
+(grader.run.seccomp), which holds with or without bubblewrap. The grader under attack is always a
 subprocess of the test, so that a failure shows as its death, never as pytest's.
 """
 

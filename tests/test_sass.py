@@ -1,12 +1,13 @@
-"""grader.sass: nvdisasm's FFMAs, their banks, the reuse cache's hits and the conflicts left."""
+"""grader.course.sass: nvdisasm's FFMAs, their banks, the reuse cache's hits and the conflicts left."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader import sass, toolchain
+from grader.course import sass
+from grader.compile import toolchain
 from grader.errors import CompileError
-from grader.exercises import KERNELS_DIR
+from grader.spec.exercises import KERNELS_DIR
 
 # nvdisasm -c -g (CUDA 13.5) of a 6-line kernel compiled by nvcc 13.0 for sm_90, cut after its EXIT
 # (the kernel: three fmaf's of one loaded value v: v*s + v, v*-v + 1.5, -v*2 + s).
@@ -251,7 +252,7 @@ def test_no_ffma_and_compile_errors():
 
 
 def test_the_picture_draws_every_read_and_hatches_the_cached():
-    from grader import plots
+    from grader.course import plots
 
     (k,) = sass.analyse(sass.parse(LOOP_SM90), sass.ASSUMED)
     ax = plots.register_banks(k.ffmas).axes[0]

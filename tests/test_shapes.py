@@ -1,4 +1,4 @@
-"""The shapes drawn from each grade's seed (grader.shapes): the coverage property itself, over
+"""The shapes drawn from each grade's seed (grader.spec.shapes): the coverage property itself, over
 many seeds, written out here independently of the module."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from grader import shapes
+from grader.spec import shapes
 
 SEEDS = range(300)
 MODULI = (4, 8, 32, 128)

@@ -1,4 +1,4 @@
-"""Reading a notebook's kernel cell (grader.submissions): the grader grades what the cell's
+"""Reading a notebook's kernel cell (grader.judge.submissions): the grader grades what the cell's
 literal says, so a cell (or a later cell) that rewrites SOURCE after assigning it is refused, not
 graded on the literal; line numbers in messages are the kernel cell's own."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import SubmissionError
-from grader.submissions import notebook_kernel, notebook_source, read
+from grader.judge.submissions import notebook_kernel, notebook_source, read
 
 GOOD = "#include <cuda_runtime.h>\n// the kernel\n"
 
@@ -100,7 +100,7 @@ def test_kernel_lines_are_the_cells_lines(tmp_path):
 def test_messages_give_the_kernel_cells_line_numbers(tmp_path):
     """A forbidden construct and a compile error in a notebook's kernel cell are reported at the
     cell's lines, under the notebook's name."""
-    from grader import grade
+    from grader.judge import grade
 
     cell = "# kernel: naive\n# line 2\nSOURCE = r'''\n#include <cuda_runtime.h>\n#include <cublas_v2.h>\n'''\n"
     r = grade.grade("naive", str(_nb(tmp_path, "import grader", cell)), backend="cpu")

@@ -4,7 +4,7 @@ the timed size included (a kernel that used TF32 only when K >= 2048 used to pas
 import pytest
 import torch
 
-from grader import checks, exercises
+from grader.spec import checks, exercises
 
 
 def _tf32(x: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import CompileError, toolchain
+from grader import CompileError
+from grader.compile import toolchain
 
 GOOD = """#include <cuda_runtime.h>
 __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
@@ -81,7 +82,7 @@ def test_a_timeout_kills_the_compilers_children_too():
     as well, or `--compile-timeout 20` waits for them (it once took 244 s)."""
     import os
     import time
-    from grader import procs
+    from grader.compile import procs
 
     secs = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # a sleep this test can find again
     t0 = time.monotonic()

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import contract, exercises, submissions
+from grader.spec import contract, exercises
+from grader.judge import submissions
 
 HAS_GPU = torch.cuda.is_available()
 BACKEND = "cuda" if HAS_GPU else "cpu"
@@ -68,7 +69,7 @@ CPU_MESSAGES = {  # on the CPU backend, which names what is wrong
 
 @pytest.fixture(scope="module")
 def verdicts():
-    from grader import grade
+    from grader.judge import grade
 
     sources = {"nb/09": notebook_kernel(), **{f"bad/{k}": v for k, v in variants().items()}}
 
@@ -136,7 +137,7 @@ def test_the_spec():
 
 
 def test_both_solutions_are_what_a_gpu_without_a_calibration_measures():
-    from grader import calibration
+    from grader.judge import calibration
 
     found = calibration.shipped_solutions(exercises.get("warptile"))
     assert set(found) == {"05_warptile_pipelined.cu", "09_beyond.ipynb"}
@@ -144,7 +145,8 @@ def test_both_solutions_are_what_a_gpu_without_a_calibration_measures():
 
 
 def _speed_verdict(kernel_ms, cublas_ms=1.0, host_ms=None):
-    from grader import grade, sandbox
+    from grader.judge import grade
+    from grader.run import sandbox
 
     ex = exercises.get("warptile")
     t = {"kernel": {"median_ms": kernel_ms, "host_ms": host_ms or kernel_ms}, "cublas": {"median_ms": cublas_ms}}
@@ -171,7 +173,8 @@ def test_speed_verdict_is_the_fraction_of_cublas():
 def test_time_kernels_times_cublas_as_the_baseline(monkeypatch):
     """The GPU path on the CPU backend with fake events: the worker times the kernel and cuBLAS
     (torch.matmul), checks every round, and the verdict takes cuBLAS as the baseline."""
-    from grader import binding, grade, sandbox, timing, worker
+    from grader.run import binding, sandbox, timing, worker
+    from grader.judge import grade
 
     class FakeEvent:
         def __init__(self, **_):
@@ -209,7 +212,7 @@ ARCHS = ["sm_75", "sm_80", "sm_90"]
 def test_notebook_kernel_compiles(arch, tmp_path):
     """nvcc, compile only, as tests/test_kernels.py does for kernels/: the contract's declarations first;
     no warnings; no spills on sm_80/sm_90 (sm_75's synchronous copies spill a few bytes, as 05's do)."""
-    from grader.toolchain import find_nvcc
+    from grader.compile.toolchain import find_nvcc
 
     src = tmp_path / "09_beyond.cu"
     src.write_text(exercises.declarations("warptile") + '#line 1 "09_beyond.cu"\n' + notebook_kernel())
@@ -240,7 +243,7 @@ def test_notebook_kernel_compiles(arch, tmp_path):
 def test_notebook_kernel_large_tile_on_the_cpu_backend():
     """The CPU backend's shapes all take the small 64 x 64 tile; the 128 x 256 one (the H200's at 4096^3)
     is checked here with the launcher's threshold lowered so that it runs at a small shape."""
-    from grader import binding
+    from grader.run import binding
 
     src = notebook_kernel().replace("BIG_TILES_NEEDED = 100", "BIG_TILES_NEEDED = 0")
     assert src != notebook_kernel()

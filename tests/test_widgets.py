@@ -1,10 +1,10 @@
-"""grader.widgets: from a kernel's access trace (grader.profile, CPU backend) to the pictures
-(grader.plots) and the widgets. The kernels are the references in kernels/, traced at small shapes."""
+"""grader.course.widgets: from a kernel's access trace (grader.judge.profile, CPU backend) to the pictures
+(grader.course.plots) and the widgets. The kernels are the references in kernels/, traced at small shapes."""
 
 import os
 
 
-from grader import plots, widgets
+from grader.course import plots, widgets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K = lambda name: os.path.join(ROOT, "kernels", name)  # noqa: E731
@@ -15,7 +15,7 @@ def layers(panel):
 
 
 def test_a_record_with_a_lane_twice_is_one_access_per_stretch_between_barriers():
-    # grader.profile counts occurrences from the last barrier: steps 0 and 1 of a tile loop share one record
+    # grader.judge.profile counts occurrences from the last barrier: steps 0 and 1 of a tile loop share one record
     rec = dict(
         kernel="k",
         line=3,

@@ -2,8 +2,8 @@
 
 import torch
 
-from grader import worker
-from grader.runner.memory import Local
+from grader.run import worker
+from grader.run.runner.memory import Local
 
 DIMS = {"M": 4, "N": 4, "K": 3, "W": 1}
 

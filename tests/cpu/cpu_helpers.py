@@ -11,7 +11,7 @@ import tempfile
 
 import numpy as np
 
-from grader.cpu import compile_library
+from grader.compile.cpu import compile_library
 
 _DIR = pathlib.Path(tempfile.mkdtemp(prefix="cpu_backend_tests_"))
 atexit.register(shutil.rmtree, _DIR, True)
@@ -42,7 +42,7 @@ class Lib:
         self.dll.cuda_emu_configure(seed, flags)
 
     def buffers(self, outputs: dict | None = None, inputs: dict | None = None, device: bool = False):
-        """Name the arrays of the next calls as grader.binding does (outputs: race-checked; inputs: no
+        """Name the arrays of the next calls as grader.run.binding does (outputs: race-checked; inputs: no
         kernel may write them; device: they are device memory, which host code may not touch)."""
         arrs = {**(inputs or {}), **(outputs or {})}
         n = len(arrs)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cpu_helpers import Lib, build, line_of
-from grader.exercises import declarations
-from grader.cpu import sanitizer_env, toolchain_id
-from grader.cpu.build import NotOnCpu
+from grader.spec.exercises import declarations
+from grader.compile.cpu import sanitizer_env, toolchain_id
+from grader.compile.cpu.build import NotOnCpu
 from grader.errors import CannotGrade, CompileError
 
 NAIVE = textwrap.dedent("""\
@@ -186,7 +186,7 @@ def test_sanitize_build_reports_out_of_bounds(sanitized, which, marker):
 
 
 def test_defines_reach_the_kernel_and_other_flags_are_refused(tmp_path):
-    from grader.cpu import compile_library
+    from grader.compile.cpu import compile_library
 
     src = NAIVE.replace("acc += A", "acc += SCALE * A")  # SCALE comes only from -D
     out = tmp_path / "scaled.so"

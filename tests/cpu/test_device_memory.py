@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cpu_helpers import Lib, build, line_of
-from grader import grade
+from grader.judge import grade
 
 HERE = pathlib.Path(__file__).parent
 SRC = (HERE / "kernels_device.cu").read_text()
@@ -261,7 +261,7 @@ def test_device_variables_set_and_read_with_the_symbol_calls_pass(dvlib):
 
 
 def ended(lib, fn):
-    """call(), then the call's end as grader.binding marks it (the buffers forgotten): what it reported."""
+    """call(), then the call's end as grader.run.binding marks it (the buffers forgotten): what it reported."""
     err, inp, out = call(lib, fn)
     lib.buffers()
     return err or lib.error(), inp, out

@@ -123,7 +123,7 @@ def test_partial_syncwarp_orders_only_the_lanes_in_its_mask(lib):
 
 
 @pytest.mark.skipif(
-    __import__("grader.cpu.build", fromlist=["_gcc_major"])._gcc_major() < 12,
+    __import__("grader.compile.cpu.build", fromlist=["_gcc_major"])._gcc_major() < 12,
     reason="-ftrivial-auto-var-init needs GCC 12",
 )
 def test_uninitialised_accumulator_is_not_zero(lib):

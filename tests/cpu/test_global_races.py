@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cpu_helpers import Lib, build, line_of
-from grader import grade
+from grader.judge import grade
 
 HERE = pathlib.Path(__file__).parent
 SPLITK = (HERE / "splitk_race.cu").read_text()

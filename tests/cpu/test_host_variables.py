@@ -4,7 +4,7 @@ it, so its build refuses it too, at the line of the use."""
 
 import pytest
 
-from grader.cpu.rewrite import LaunchSyntaxError, rewrite
+from grader.compile.cpu.rewrite import LaunchSyntaxError, rewrite
 
 KERNEL = "__global__ void k(float* out) {{ {body} }}\n"
 

@@ -139,8 +139,8 @@ def test_kernel_05_without_its_wait_fails_on_the_cpu_backend(tmp_path):
     """kernels/05's copy helpers call the primitives off sm_80+: the CPU backend runs the deferred
     copies there too, so its pipeline bugs show."""
     torch = pytest.importorskip("torch")
-    from grader import binding
-    from grader.binding import KernelError
+    from grader.run import binding
+    from grader.run.binding import KernelError
 
     src = (ROOT / "kernels" / "05_warptile_pipelined.cu").read_text()
     wait = "waitAsyncGroups<STAGES - 2>();"
@@ -188,8 +188,8 @@ def test_kernel_05_without_its_wait_fails_on_the_cpu_backend(tmp_path):
     ],
 )
 def test_other_async_copy_apis_cannot_be_graded_and_the_primitives_are_suggested(tmp_path, code, what):
-    from grader.cpu import compile_library
-    from grader.cpu.build import NotOnCpu
+    from grader.compile.cpu import compile_library
+    from grader.compile.cpu.build import NotOnCpu
 
     with pytest.raises(NotOnCpu) as e:
         compile_library(code, tmp_path / "k.so", filename="k.cu")
@@ -200,7 +200,7 @@ def test_other_async_copy_apis_cannot_be_graded_and_the_primitives_are_suggested
 
 def test_the_primitives_without_their_header_do_not_compile(tmp_path):
     """As with nvcc: a compile error at the line, not "could not grade"."""
-    from grader.cpu import compile_library
+    from grader.compile.cpu import compile_library
     from grader.errors import CompileError
 
     code = "__global__ void k() {\n    __pipeline_commit();\n}\n"

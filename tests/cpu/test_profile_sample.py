@@ -4,7 +4,7 @@ all of the work, sampled or not) sends the grader to count every block."""
 
 import pathlib
 
-from grader import grade, profile
+from grader.judge import grade, profile
 
 SUBS = pathlib.Path(__file__).resolve().parent.parent / "submissions"
 

@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from grader import grade
-from grader.cpu import progress
+from grader.judge import grade
+from grader.compile.cpu import progress
 
 SLOW = textwrap.dedent("""\
     // correct, but every thread does a lot of redundant work: far too slow for the CPU backend
@@ -82,4 +82,4 @@ def test_strip_gives_back_exactly_what_the_kernel_printed():
     assert progress.strip(f"hel\n{line}\nlo\n") == "hello\n"
     assert progress.strip(f"\n{line}\n\n\nafter a blank line\n") == "\n\nafter a blank line\n"
     assert progress.strip(f"cut off\n\n{line[:30]}") == "cut off\n"  # the output cap cut the last line
-    assert progress.strip("no progress\n\n") == "no progress\n\n"  # noqa: B005 - grader.cpu.progress.strip
+    assert progress.strip("no progress\n\n") == "no progress\n\n"  # noqa: B005 - grader.compile.cpu.progress.strip

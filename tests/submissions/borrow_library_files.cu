@@ -5,7 +5,7 @@
 // usual places. A real attack reaches dlopen and open by walking from `printf` to libc's symbol table; here
 // they are called by name. Whatever it finds, it would load and run (numpy's matmul, cublasSgemm); here, to
 // keep the test short, finding any of them is enough: it then launches an honest kernel, as if the borrowed
-// library had computed C. In the runner's own file-system view (grader/runner/runner.cpp) none is there, so C
+// library had computed C. In the runner's own file-system view (grader/run/runner/runner.cpp) none is there, so C
 // keeps its poison; in the worker's view (Python, torch, the course) it passed.
 #include <dirent.h>
 #include <dlfcn.h>
