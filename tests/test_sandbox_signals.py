@@ -91,7 +91,7 @@ def _env(sandbox: str) -> dict:
 
 DRIVER = textwrap.dedent("""
     import json, sys, torch
-    from grader import checks, sandbox
+    from grader import exercises, sandbox
     case = exercises.kind("naive").make_case((33, 17, 20), torch.Generator().manual_seed(0))
     wire = [({"case": 0, "shape": list(case.shape)}, {k: v.numpy() for k, v in case.inputs.items()})]
     run = sandbox.run_worker({"lib": sys.argv[1], "exercise": "naive", "backend": "cpu", "schedules": [0]},
