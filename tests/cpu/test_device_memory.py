@@ -329,3 +329,24 @@ def test_host_code_touching_cudamalloc_memory_outside_a_launcher_call_is_reporte
         f"the launcher's host code read a cudaMalloc block (device memory) at "
         f"{at('HOST READ OUTSIDE A CALL').replace('device.cu', 'device_protected2.cu')}"
     ), err
+
+
+def test_host_code_touching_a_large_block_anywhere_is_reported():
+    """A block of several MiB (on huge pages: globals.cpp map_block) faults for host code at its first
+    word, in its middle and at its last word, as a small one does; the runtime's own copies still work."""
+    import ctypes
+
+    lib = Lib(build(SRC, "device_protected3"))
+    host = np.arange((5 << 20) // 4 + 3, dtype=np.float32)  # 5 MiB and 12 bytes: huge pages and a 4 KiB tail
+    d = _device(lib, host)
+    for word in (0, host.size // 2, host.size - 1):
+        _register(lib, {"in": (d, host.nbytes)})
+        got = ctypes.c_float()
+        ctypes.memmove(ctypes.byref(got), d + 4 * word, 4)
+        lib.dll.cuda_emu_set_outputs(0, None, None, None, None, None)
+        err = lib.error()
+        assert err and err.startswith("the launcher's host code read in (device memory) in "), (word, err)
+        assert got.value == host[word]  # the read completed
+    back = np.zeros_like(host)
+    lib.dll.cuda_emu_device_copy(back.ctypes.data, d, back.nbytes)
+    assert (back == host).all()
