@@ -5,7 +5,7 @@ In a notebook:
     mod = grader.load(SOURCE, "tiled")    # compile (cached) and load; mod.gemm(A, B)
     grader.check("tiled", SOURCE)         # grade in a child process, show the verdict
     grader.resources(SOURCE, "tiled")     # registers, shared memory, spills (nvcc -Xptxas -v)
-    grader.judge.profile.run("tiled", SOURCE)   # memory accesses counted as Nsight Compute would (CPU backend)
+    grader.profile.run("tiled", SOURCE)   # memory accesses counted as Nsight Compute would (CPU backend)
 
 On the command line: python -m grader list | doctor | check | profile | batch | bench.
 """

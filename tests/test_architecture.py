@@ -18,6 +18,7 @@ GRADER = Path(__file__).resolve().parent.parent / "grader"
 # one or a sibling (course and classroom both stand on judge, neither on the other)
 LAYERS = {
     "errors": 0,  # grader/errors.py: every layer raises these
+    "lazy": 0,  # grader/lazy.py: each layer's submodules on first use
     "spec": 1,  # the contract, the exercises and their kinds, inputs and float64 references
     "compile": 2,  # toolchain, the CPU backend, the scan and the link check (not "build": setuptools' folder)
     "run": 3,  # the native runner, sandbox, protocol, worker, timing
