@@ -132,7 +132,8 @@ case "${1:-}" in
         # solution notebook executed under nbval (outputs that vary are ignored: --nbval-lax).
         # Both stages run whatever the first gives; the exit status is the first failure's.
         status=0
-        python -m pytest -q -ra tests || status=$?
+        # --durations: the slowest tests, so that a maintainer sees where the time goes (keep it under 20 min)
+        python -m pytest -q -ra --durations=15 tests || status=$?
         if compgen -G "solutions/*.ipynb" >/dev/null; then
             python -m pytest -q -ra --nbval-lax solutions/ || { rc=$?; [ "$status" != 0 ] || status=$rc; }
         fi
