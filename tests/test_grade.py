@@ -439,6 +439,7 @@ CPU_EXPECT |= {
     "shared_same_element_store.cu": (True, False, False, r"shared-memory race on As\["),
     "relu_mask_or_race.cu": (True, False, False, r"global-memory race on mask\["),
     "rows_on_grid_y.cu": (True, False, False, r"^at shape (6[5-9]\d{3})x\d+x\d+: gemm: invalid launch configuration"),
+    "block_per_row.cu": (True, False, False, r"^at shape [13]x\d{4}x\d: gemm: invalid launch configuration.*at most 1024"),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
@@ -527,6 +528,7 @@ GPU_ANY_FAILURE |= {
     "shared_same_element_store.cu",
     "relu_mask_or_race.cu",
     "rows_on_grid_y.cu",  # the CUDA runtime's own words: invalid configuration argument
+    "block_per_row.cu",
 }
 # ...and an output read before it is written: right wherever the buffer holds what the grader's poison holds
 GPU_UNDEFINED |= {"relu_mask_reads_output_first.cu", "relu_mask_atomic_and.cu", "gemm_nan_means_unwritten.cu"}
@@ -575,6 +577,7 @@ HINTS |= {
     "shared_same_element_store.cu": r"Two threads store the same shared element at one line(.|\n)*a barrier cannot",
     "relu_mask_or_race.cu": r"__ballot_sync(.|\n)*atomicOr",
     "rows_on_grid_y.cu": r"gridDim.y and gridDim.z are at most 65535",
+    "block_per_row.cu": r"at most 1024 threads(.|\n)*gridDim.x = ceil\(N / blockDim.x\)",
 }
 
 # kernels/ file -> exercise (05_* are GEMMs with the `gemm` launcher)

@@ -68,6 +68,14 @@ def test_one_shape_has_more_rows_than_grid_dim_y_allows_and_stays_cheap():
             assert not [s for s in shapes.draw(ndims, seed, rows=False) if s[0] > 65535]
 
 
+def test_one_gemm_shape_is_wider_than_a_block_has_threads_and_stays_cheap():
+    """N > 1024 with M and K small (tests/submissions/block_per_row.cu: <<<M, N>>> does not launch there)."""
+    for seed in SEEDS:
+        for rows in (True, False):
+            wide = [s for s in shapes.draw(3, seed, rows=rows) if s[1] > 1024]
+            assert len(wide) == 1 and wide[0][0] < 4 and wide[0][2] < 6 and shapes.past_limits(wide[0]), (seed, wide)
+
+
 def test_the_profile_shapes_are_drawn_from_the_seed_one_aligned_one_not_and_cost_no_more_than_their_base():
     """A launcher that recognises 256^3 (or 1024^2), or any shape whose dimensions are all multiples of 128, and
     runs its lesson's kernel only there meets another shape (tests/submissions/profile_shape_*.cu)."""

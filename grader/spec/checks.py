@@ -348,6 +348,13 @@ def error_hint(error: str, shape) -> str:
             "blockDim.y as well, put the long dimension on gridDim.x, or cap gridDim.y and loop over rows "
             "(row += gridDim.y * blockDim.y)."
         )
+    if re.search(r"invalid (launch )?configuration.*at most 1024 threads", error):
+        return (
+            "A block has at most 1024 threads, so a block size taken from the matrix (one thread per column, "
+            f"blockDim.x = N) cannot launch at {'x'.join(map(str, shape))}. Fix the block size (16 x 16, 32 x 32) "
+            "and cover the matrix with the grid: col = blockIdx.x * blockDim.x + threadIdx.x, "
+            "gridDim.x = ceil(N / blockDim.x)."
+        )
     same = re.search(
         r"shared-memory race on .*?: thread .*? writes it at (\S+), but thread .*? wrote it at (\S+) ", error
     )

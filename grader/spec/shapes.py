@@ -16,7 +16,8 @@ cached in float[128]. So each grade also draws, from its seed:
   and, past sizes a kernel may silently assume (LONG_ROWS, STAGE): M above gridDim.y's limit of 65535
   with N and K small (one block row per row of C fails to launch; N > 3 also makes M * N > 2^18), and
   M * K just above 2^18 with N = 3 (a fixed __device__ staging array of 2^18 floats overflows); relu_mask:
-  M * N just above 2^18. These are not held to COST_CAP: they cost 0.1-1 s a run on the CPU backend for
+  M * N just above 2^18; GEMM: N above a block's 1024 threads with M and K small (one block per row of C,
+  one thread per column, does not launch there). These are not held to COST_CAP: they cost 0.1-1 s a run on the CPU backend for
   a kernel with tiles of up to 64 rows, more for 128-row tiles (`rows=False` leaves the long-M shape out).
   (A grade on the CPU backend takes 4-10 s with them: good_naive.cu 5.9 s, 05 as register_blocked 9.8 s.)
 
@@ -42,6 +43,7 @@ LONG_COST_CAP = {3: 1_200_000, 2: 12_288}  # one shape, up to twice COST_CAP for
 
 
 LONG_ROWS = (65537, 70000)  # M past gridDim.y's limit (65535)
+WIDE = (1025, 4100)  # GEMM: N past a block's 1024 threads (one thread per column of C does not launch)
 STAGE = 1 << 18  # floats: a fixed staging array this large overflows past it
 # the profile shapes: each dimension within these bounds of the exercise's base shape (256^3, 1024^2), each
 # shape's cost within PROFILE_COST of the base's (two shapes: together no dearer than the base), so that a
@@ -118,13 +120,15 @@ def _past_limits(ndims: int, rng: random.Random, rows: bool) -> list[tuple[int, 
         k = rng.randrange(129, 256, 2)
         staged = (STAGE // k + rng.randrange(1, 200, 2), 3, k)
         tall = (rng.randrange(*LONG_ROWS, 2), rng.randrange(5, 8, 2), rng.randrange(1, 6, 2))
+        wide = (rng.randrange(1, 4, 2), rng.randrange(*WIDE, 2), rng.randrange(1, 6, 2))
+        return [tall, staged, wide] if rows else [staged, wide]
     return [tall, staged] if rows else [staged]
 
 
 def past_limits(shape: tuple[int, ...]) -> bool:
     """Is this one of _past_limits' shapes (not held to COST_CAP)?"""
     m = shape[0]
-    return m > LONG_ROWS[0] - 2 or m * shape[-1] > STAGE
+    return m > LONG_ROWS[0] - 2 or m * shape[-1] > STAGE or (len(shape) == 3 and shape[1] >= WIDE[0])
 
 
 def profile_shapes(base: tuple[int, ...], seed: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
