@@ -439,7 +439,12 @@ CPU_EXPECT |= {
     "shared_same_element_store.cu": (True, False, False, r"shared-memory race on As\["),
     "relu_mask_or_race.cu": (True, False, False, r"global-memory race on mask\["),
     "rows_on_grid_y.cu": (True, False, False, r"^at shape (6[5-9]\d{3})x\d+x\d+: gemm: invalid launch configuration"),
-    "block_per_row.cu": (True, False, False, r"^at shape [13]x\d{4}x\d: gemm: invalid launch configuration.*at most 1024"),
+    "block_per_row.cu": (
+        True,
+        False,
+        False,
+        r"^at shape [13]x\d{4}x\d: gemm: invalid launch configuration.*at most 1024",
+    ),
 }
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
