@@ -1,5 +1,5 @@
-"""Verdicts the CPU backend still gets wrong: submissions from a red team (2026-12-01) that the grader has
-no defence for yet, each marked xfail(strict=True) with the verdict it should give. A fix makes its test
+"""Verdicts the CPU backend still gets wrong: submissions from red teams (2026-12-01, 2026-12-04) that the
+grader has no defence for yet, each marked xfail(strict=True) with the verdict it should give. A fix makes its test
 pass, which fails the run (strict): then drop the mark and move the file to tests/submissions/.
 
 On a GPU most of these are judged right (a kernel that reads a host global does not compile with nvcc;
@@ -14,7 +14,10 @@ import pytest
 GAPS = Path(__file__).resolve().parent / "known_gaps"
 
 # file -> (exercise, should it pass?, what the CPU backend misses); the ten of 2026-12-01 are fixed (README.md)
-CASES: dict[str, tuple[str, bool, str]] = {}  # none open (README.md)
+CASES: dict[str, tuple[str, bool, str]] = {
+    "size_band_tiled.cu": ("tiled", False, "a path chosen by size above every shape the CPU backend can afford to run"),
+    "row_cache_1152.cu": ("naive", False, "a fixed capacity past the CPU backend's longest K (1100)"),
+}
 
 
 def test_every_gap_file_has_a_case_and_a_row_in_the_readme():
