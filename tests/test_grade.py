@@ -486,7 +486,12 @@ CPU_EXPECT |= {
         False,
         r"access profile at(.|\n)*C_(writes|reads)_per_element = [\d.]+(.|\n)*scratch",
     ),
-    "relu_split_backward.cu": (True, True, False, r"access profile at(.|\n)*(backward|forward)_bytes_\w+_per_element = "),
+    "relu_split_backward.cu": (
+        True,
+        True,
+        False,
+        r"access profile at(.|\n)*(backward|forward)_bytes_\w+_per_element = ",
+    ),
     "r1d_a_from_global.cu": (True, True, False, r"access profile at(.|\n)*operand_loads_per_fma = "),
 }
 SUB_EXERCISE |= {
