@@ -374,3 +374,14 @@ def test_relu_figures_sum_every_kernel_of_a_role():
     assert p.derived["forward_bytes_written_per_element"] == pytest.approx((512 * 32 + 1) * 32 / (64 * 256))
     assert p.derived["backward_bytes_read_per_element"] == pytest.approx((512 * 32 + 1) * 32 / (64 * 256))
     assert len(profile.check_bounds("relu_mask", p)) == 2
+
+
+def test_managed_variables_are_refused():
+    """A __managed__ array (no __device__) was neither a host variable nor registered device memory: a kernel
+    could stage A and B there out of the profile's sight. Managed memory is refused, as cudaMallocManaged is."""
+    from grader.compile.cpu.rewrite import UnsupportedConstruct, rewrite
+
+    src = "#include <cuda_runtime.h>\n__managed__ float g_copy[1024];\n__global__ void k() { g_copy[0] = 1.0f; }\n"
+    for decl in ("__managed__", "__device__ __managed__"):
+        with pytest.raises(UnsupportedConstruct, match="line 2: .*managed"):
+            rewrite(src.replace("__managed__", decl))

@@ -87,7 +87,7 @@ class WarpAccess:
     warp: int
     space: str  # "global" | "shared"
     op: str  # "ld" | "st"
-    buffer: str  # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
+    buffer: str  # launcher argument ("A", "B", "C", "mask", ...), SCRATCH ("scratch (g)") or __shared__ array name
     occurrence: int  # the k-th time this warp executed this instruction in this block (from 0)
     lanes: list  # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
     merged: int = 1  # 2 or 4 when counted as one wider access (nvcc's), 0 when absorbed into one
