@@ -479,6 +479,35 @@ SUB_EXERCISE |= {
     "relu_arithmetic_max.cu": "relu_mask",
     "relu_mask_or_race.cu": "relu_mask",
 }
+# red team A: what the access profile counts. Every global access to device memory (cudaMalloc'd or __device__
+# scratch, not only the launcher's buffers); an intermediate stored and read back is a second pass; every kernel
+# of a role counts; operand loads from any source
+CPU_EXPECT |= {
+    "scratch_copy_naive.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
+    "scratch_copy_naive_cf.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
+    "scratch_device_array_naive.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
+    "gemm_relu_scratch_two_pass.cu": (
+        True,
+        True,
+        False,
+        r"access profile at(.|\n)*C_(writes|reads)_per_element = [\d.]+(.|\n)*scratch",
+    ),
+    "relu_split_backward.cu": (
+        True,
+        True,
+        False,
+        r"access profile at(.|\n)*(backward|forward)_bytes_\w+_per_element = ",
+    ),
+    "r1d_a_from_global.cu": (True, True, False, r"access profile at(.|\n)*operand_loads_per_fma = "),
+}
+SUB_EXERCISE |= {
+    "scratch_copy_naive.cu": "tiled",
+    "scratch_copy_naive_cf.cu": "conflict_free",
+    "scratch_device_array_naive.cu": "tiled",
+    "gemm_relu_scratch_two_pass.cu": "gemm_relu",
+    "relu_split_backward.cu": "relu_mask",
+    "r1d_a_from_global.cu": "register_1d",
+}
 # on a GPU a few bugs are undefined behaviour: any failing verdict will do
 GPU_ANY_FAILURE = {
     "memcpy2d_pitch_in_elements.cu",  # the CUDA runtime refuses the pitch (invalid argument): failed, another message
@@ -548,6 +577,15 @@ GPU_UNDEFINED |= {
     "block_order_device_array.cu",
     "splitk_flag_released_early.cu",
 }
+# red team A's on a GPU: naive or uncoalesced, too slow at the timed size; an unfused gemm_relu and a tiled kernel
+# graded as register_1d are as fast as timing finds them (the CPU backend's counts decide here)
+GPU_ANY_FAILURE |= {
+    "scratch_copy_naive.cu",
+    "scratch_copy_naive_cf.cu",
+    "scratch_device_array_naive.cu",
+    "relu_split_backward.cu",
+}
+GPU_UNDEFINED |= {"gemm_relu_scratch_two_pass.cu", "r1d_a_from_global.cu"}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension|uses the right dimension",
     "unwritten_tail.cu": r"never written",

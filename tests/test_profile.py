@@ -332,3 +332,56 @@ def test_a_bound_without_data_fails():
     raw = {"launches": raw["launches"], "sites": [_site(0, "global", "ld", "A", 512, 2048)]}
     problems = profile.check_bounds("conflict_free", profile.from_raw("conflict_free", (64, 64, 64), raw))
     assert any("no shared-memory accesses" in m for m in problems), problems
+
+
+SUBS = ROOT / "tests" / "submissions"
+
+
+@pytest.mark.parametrize(
+    "file,scratch", [("scratch_copy_naive.cu", "scratch"), ("scratch_device_array_naive.cu", "scratch (g_copy)")]
+)
+def test_device_memory_outside_the_buffers_is_global_traffic(file, scratch):
+    """A copy of A and B in cudaMalloc'd or __device__ memory, read naively: the loads count under the scratch's
+    name in every global figure (red team A), in sampled launches as in the cross-check over every block."""
+    every = profile.run("tiled", SUBS / file, SMALL, blocks="all", trace=True, resources=False)
+    naive = [r for r in every.per_line if r["kernel"].startswith("naive") and r["op"] == "ld"]
+    assert {r["buffer"] for r in naive} == {scratch} and profile.is_scratch(scratch)
+    assert every.derived["global_loads_per_fma"] > 2.0 and every.derived["bytes_per_flop"] > 1.0
+    # trace offsets are within the scratch (several cudaMalloc blocks share the name)
+    offs = [off for a in every.trace if a.buffer == scratch for _, _, off, _ in a.lanes]
+    assert offs and 0 <= min(offs) and max(offs) < 2 * 64 * 64 * 4
+    some = profile.run("tiled", SUBS / file, SMALL, blocks="sample", budget=4, seed=3, resources=False)
+    assert some.sampled and some.unrepresentative == []
+    assert some.derived["bytes_per_flop"] == pytest.approx(every.derived["bytes_per_flop"], rel=0.05)
+    assert any("bytes_per_flop" in m for m in profile.check_bounds("tiled", some))
+
+
+def test_relu_figures_sum_every_kernel_of_a_role():
+    """A tiny second kernel of a role (one element, red team A) adds to the launcher's figures, not replaces them."""
+    launch = {"grid": [1, 64, 1], "block": [256, 1, 1], "smem": 0, "blocks_total": 64, "blocks_recorded": 64}
+    launches = [launch | {"kernel": k, "sample": ""} for k in ("fwd", "fwd_fix", "bwd", "bwd_fix")]
+    sites = [  # 64 x 256 elements: 512 warp loads of 32 sectors (uncoalesced), then one of one sector
+        _site(0, "global", "ld", "X", 512, 512 * 32),
+        _site(0, "global", "st", "Y", 512, 512 * 32),
+        _site(1, "global", "ld", "X", 1, 1),
+        _site(1, "global", "st", "Y", 1, 1),
+        _site(2, "global", "ld", "dY", 512, 512 * 32),
+        _site(2, "global", "st", "dX", 512, 512 * 32),
+        _site(3, "global", "ld", "mask", 1, 1),
+        _site(3, "global", "st", "dX", 1, 1),
+    ]
+    p = profile.from_raw("relu_mask", (64, 256), {"launches": launches, "sites": sites})
+    assert p.derived["forward_bytes_written_per_element"] == pytest.approx((512 * 32 + 1) * 32 / (64 * 256))
+    assert p.derived["backward_bytes_read_per_element"] == pytest.approx((512 * 32 + 1) * 32 / (64 * 256))
+    assert len(profile.check_bounds("relu_mask", p)) == 2
+
+
+def test_managed_variables_are_refused():
+    """A __managed__ array (no __device__) was neither a host variable nor registered device memory: a kernel
+    could stage A and B there out of the profile's sight. Managed memory is refused, as cudaMallocManaged is."""
+    from grader.compile.cpu.rewrite import UnsupportedConstruct, rewrite
+
+    src = "#include <cuda_runtime.h>\n__managed__ float g_copy[1024];\n__global__ void k() { g_copy[0] = 1.0f; }\n"
+    for decl in ("__managed__", "__device__ __managed__"):
+        with pytest.raises(UnsupportedConstruct, match="line 2: .*managed"):
+            rewrite(src.replace("__managed__", decl))

@@ -19,9 +19,19 @@ Figures (FMA = one multiply-add of the GEMM, M*N*K of them; FLOPs = 2*M*N*K):
   bytes_per_flop             global sectors (loads + stores) x 32 B / FLOPs: traffic that reuse cuts
   global_loads_per_fma       floats loaded from global memory by the threads, per FMA
   shared_loads_per_fma       floats loaded from shared memory by the threads, per FMA
+  operand_loads_per_fma      the two together: every float a thread loads from memory for its FMAs, wherever
+                             it comes from (a register tile loads each once for several FMAs)
   wavefronts_per_shared_request, bank_conflicts_per_shared_request   (loads and stores together)
   bytes_read_per_element / bytes_written_per_element   global sector bytes per element of the output
-      (ReLU: per launcher; gemm_relu: C_bytes_per_element, C's loads and stores per element)
+      (ReLU: per launcher, over every kernel of the launcher's role; gemm_relu: C_bytes_per_element, C's
+      loads and stores per element)
+  C_writes_per_element / C_reads_per_element (gemm_relu)   floats stored to / loaded from C per element of C,
+      and to / from scratch (SCRATCH), which holds an unfused GEMM's intermediate: stored, then read back by a
+      second pass (scratch_writes_per_element / scratch_reads_per_element, the scratch part alone)
+
+Global memory is every piece of device memory a kernel reaches: the launcher's buffers (A, B, C, bias, mask,
+X, Y, dY, dX) and the rest, which the counts name SCRATCH ("scratch": a cudaMalloc block; "scratch (g)": the
+__device__ / __constant__ variable g). Operands staged there (a copy of A read naively) are global traffic too.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import torch
 from grader.spec import exercises
 from grader.compile.cpu.counters import DEFAULT_BUDGET, configure, take  # profile.configure/take, as before
 
+SCRATCH = "scratch"  # profile.cpp's name for device memory outside the launcher's buffers (and its prefix)
 GEMM_PROFILE_SHAPE = (256, 256, 256)
 RELU_PROFILE_SHAPE = (1024, 1024)
 NCU = {  # (space, op) -> (requests, units, conflicts) metric names
@@ -76,7 +87,7 @@ class WarpAccess:
     warp: int
     space: str  # "global" | "shared"
     op: str  # "ld" | "st"
-    buffer: str  # launcher argument ("A", "B", "C", "mask", ...) or __shared__ array name
+    buffer: str  # launcher argument ("A", "B", "C", "mask", ...), SCRATCH ("scratch (g)") or __shared__ array name
     occurrence: int  # the k-th time this warp executed this instruction in this block (from 0)
     lanes: list  # (lane, (tx, ty, tz), byte offset in buffer, size in bytes) of active lanes
     merged: int = 1  # 2 or 4 when counted as one wider access (nvcc's), 0 when absorbed into one
@@ -259,6 +270,33 @@ def metrics_of(rows: list[dict]) -> dict[str, float]:
     return metrics
 
 
+def is_scratch(buffer: str) -> bool:
+    """A global buffer of the counts that is not one of the launcher's: cudaMalloc'd or __device__ memory."""
+    return buffer == SCRATCH or buffer.startswith(SCRATCH + " (")
+
+
+def _relu_roles(rows: list[dict], elems: float) -> dict:
+    """Per role (forward, backward): global sector bytes read and written per element, over every kernel of the
+    role (a tiny second kernel must not stand for the launcher's main one)."""
+    kernels: dict[str, list] = {}
+    for r in rows:
+        kernels.setdefault(r["kernel"], []).append(r)
+    sums: dict[str, list] = {}
+    for krows in kernels.values():
+        rd = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "ld")
+        wr = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "st")
+        bufs = {r["buffer"] for r in krows if r["space"] == "global"}
+        role = "backward" if "dX" in bufs or ("mask" in bufs and "dY" in bufs) else "forward"
+        acc = sums.setdefault(role, [0.0, 0.0])
+        acc[0] += rd
+        acc[1] += wr
+    d = {}
+    for role, (rd, wr) in sums.items():
+        d[f"{role}_bytes_read_per_element"] = rd / elems if elems else 0.0
+        d[f"{role}_bytes_written_per_element"] = wr / elems if elems else 0.0
+    return d
+
+
 def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dict]) -> dict:
     d: dict[str, float] = {}
 
@@ -304,29 +342,31 @@ def _derived(exercise: str, shape, rows: list[dict], m: dict, launches: list[dic
         d["bytes_per_flop"] = ratio(d["global_bytes"], d["flops"])
         d["global_loads_per_fma"] = ratio(lane_bytes("global", "ld") / 4.0, fma)
         d["shared_loads_per_fma"] = ratio(lane_bytes("shared", "ld") / 4.0, fma)
+        d["operand_loads_per_fma"] = d["global_loads_per_fma"] + d["shared_loads_per_fma"]
         for buf in ("A", "B"):
             d[f"{buf}_bytes_per_flop"] = ratio(sector_bytes("ld", buf), d["flops"])
         if exercises.kind(exercise).epilogue:
             elems = float(mm * nn)
             d["C_bytes_per_element"] = ratio(sector_bytes("ld", "C") + sector_bytes("st", "C"), elems)
-            # lane-level: how often each element of C is stored / loaded (1 and 0 when fused)
-            d["C_writes_per_element"] = ratio(lane_bytes("global", "st", "C") / 4.0, elems)
-            d["C_reads_per_element"] = ratio(lane_bytes("global", "ld", "C") / 4.0, elems)
+            # lane-level: how often each element of C is stored / loaded (1 and 0 when fused), an intermediate in
+            # scratch counted as C (stored there, read back by a second pass: unfused)
+            scratch = lambda op: sum(  # noqa: E731
+                r["bytes"] for r in rows if r["space"] == "global" and r["op"] == op and is_scratch(r["buffer"])
+            )
+            d["scratch_writes_per_element"] = ratio(scratch("st") / 4.0, elems)
+            d["scratch_reads_per_element"] = ratio(scratch("ld") / 4.0, elems)
+            d["C_writes_per_element"] = (
+                ratio(lane_bytes("global", "st", "C") / 4.0, elems) + d["scratch_writes_per_element"]
+            )
+            d["C_reads_per_element"] = (
+                ratio(lane_bytes("global", "ld", "C") / 4.0, elems) + d["scratch_reads_per_element"]
+            )
             d["mask_bytes_per_element"] = ratio(sector_bytes("st", "mask") + sector_bytes("ld", "mask"), elems)
             d["bytes_written_per_element"] = ratio(32.0 * g_st[1], elems)
     else:
         mm, nn = shape
         elems = float(mm * nn)
-        kernels = {}
-        for r in rows:
-            kernels.setdefault(r["kernel"], []).append(r)
-        for krows in kernels.values():
-            rd = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "ld")
-            wr = 32.0 * sum(r.get("sectors", 0.0) for r in krows if r["space"] == "global" and r["op"] == "st")
-            bufs = {r["buffer"] for r in krows if r["space"] == "global"}
-            role = "backward" if "dX" in bufs or ("mask" in bufs and "dY" in bufs) else "forward"
-            d[f"{role}_bytes_read_per_element"] = ratio(rd, elems)
-            d[f"{role}_bytes_written_per_element"] = ratio(wr, elems)
+        d |= _relu_roles(rows, elems)
         d["bytes_read_per_element"] = ratio(32.0 * g_ld[1], elems)
         d["bytes_written_per_element"] = ratio(32.0 * g_st[1], elems)
     return {k: _round(v) if k in ("flops", "global_bytes") else v for k, v in d.items()}
@@ -518,7 +558,7 @@ def check_bounds(exercise: str, prof: Profile, unaligned: bool = False) -> list[
         if (b.most is not None and value > b.most) or (b.least is not None and value < b.least):
             limit = f"at most {b.most:g}" if b.most is not None else f"at least {b.least:g}"
             problems.append(
-                f"{b.says.format(value=value)} ({b.figure} = {value:.3g}; the exercise needs {limit}): {b.fix}"
+                f"{b.says.format_map(prof.derived | {'value': value})} ({b.figure} = {value:.3g}; the exercise needs {limit}): {b.fix}"
             )
     return problems
 

@@ -169,6 +169,30 @@ _REUSE = AccessBound(
     fix="load a tile of A and of B into shared memory once per step of K (__syncthreads() after the loads and "
     "after the use) and let every thread of the block read them from there",
 )  # 02: 0.133, 01: 2.0
+
+
+def _operands(most: float, unaligned: float, fix: str) -> AccessBound:
+    """Floats loaded per FMA from global and shared memory together: a bound on shared loads alone passes a kernel
+    that reads one operand straight from global memory (warp broadcasts of A, one output per thread)."""
+    return AccessBound(
+        "operand_loads_per_fma",
+        most=most,
+        says="each multiply-add loads {value:.2f} floats from memory ({global_loads_per_fma:.2f} from global, "
+        "{shared_loads_per_fma:.2f} from shared memory): an operand read from memory for every FMA is not held "
+        "in a register",
+        fix=fix,
+        unaligned=unaligned,
+    )
+
+
+# 04: 0.27, 05: 0.28 (unaligned: up to 0.30, 0.31); 4 x 4 per thread: 0.53 (0.63), 0.625 with 16 x 16 block
+# tiles; 2 x 1 per thread with A from global memory: 0.5 shared + 1 global
+_TILE_OPERANDS = _operands(
+    0.75,
+    1.5,
+    "load TM floats of A and TN of B into registers per step of k (from shared memory) and use each of them TN "
+    "(TM) times; a value read from global memory for each FMA is no reuse",
+)
 ACCESS_BOUNDS = {
     "naive": (
         # coalescing, not width: sectors over ceil(distinct bytes asked for / 32) per instruction (a float4
@@ -204,6 +228,7 @@ ACCESS_BOUNDS = {
             "into registers once and use each of them TN (TM) times in an outer product",
         ),  # 04, 05: 0.25; 02: 2.0
         AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix),
+        _TILE_OPERANDS,
     ),  # 04: 0.047, 05: 0.070
     # between a column of TM outputs per thread (1 + 1/TM floats per FMA: 1.125 at TM = 8) and plain
     # tiling (2: a float of A and of B per FMA); the reuse bound keeps an untiled kernel (0 shared loads) out
@@ -217,6 +242,14 @@ ACCESS_BOUNDS = {
             unaligned=1.2,  # 04a at the unaligned shapes: up to 1.33 (plain tiling: 2.0 and more)
         ),
         _REUSE,
+        # 04a: 1.16 (unaligned: up to 1.30); A from global memory as broadcasts, one output per thread: 2.03 (2.14)
+        _operands(
+            1.5,
+            1.2,
+            "keep TM = 8 running sums per thread: per step of k load Bs[k][col] once and a column of TM values of A "
+            "(from shared memory into registers), then TM multiply-adds; reading A from global memory for every "
+            "FMA loads as many floats as plain tiling",
+        ),
     ),  # 04a, notebook 05: 1.125 / 0.070; 02: 2.0 / 0.133; 01: 0 / 2.0
     "warptile": (
         AccessBound(
@@ -238,6 +271,7 @@ ACCESS_BOUNDS = {
             "A and B into registers once, then add their outer product",
         ),  # 05: 0.25, notebook 09: 0.25
         AccessBound("bytes_per_flop", most=0.25, says=_REUSE.says, fix=_REUSE.fix),  # 05: 0.070, notebook 09: 0.070
+        _TILE_OPERANDS,
     ),
     "relu_mask": (
         AccessBound(
@@ -260,14 +294,18 @@ ACCESS_BOUNDS = {
         AccessBound(
             "C_writes_per_element",
             most=1.25,
-            says="each element of C is written {value:.2f} times",
-            fix="apply bias, ReLU and the mask in the GEMM's epilogue, on the values in registers, and store C once",
+            says="each element of C is written {value:.2f} times (of them {scratch_writes_per_element:.2f} into device "
+            "memory the launcher allocated, cudaMalloc'd or __device__ scratch: an intermediate of C's size that a "
+            "second pass reads back is not fused)",
+            fix="apply bias, ReLU and the mask in the GEMM's epilogue, on the values in registers, and store C once "
+            "(no intermediate in scratch memory)",
             unaligned=1.25,  # 07 at the unaligned shapes: 0.8 and 0, as at aligned ones
         ),
         AccessBound(
             "C_reads_per_element",
             most=0.25,
-            says="C is read back {value:.2f} times per element (a second pass over C)",
+            says="C is read back {value:.2f} times per element (a second pass over C; of them "
+            "{scratch_reads_per_element:.2f} from scratch device memory, cudaMalloc'd or __device__)",
             fix="do not read C after storing it: compute bias + ReLU and the mask bits before the one store",
             unaligned=1.25,
         ),

@@ -632,6 +632,12 @@ void register_device_variable(const void* p, size_t n, const char* name, int lin
     update_host_window();
 }
 
+void device_memory(std::vector<DeviceSpan>& out) {
+    out.clear();
+    for (const Span& b : g_blocks)
+        if (!b.buffer) out.push_back(DeviceSpan{b.lo, b.hi, b.name, b.line});
+}
+
 void device_free(void* p) {
     if (!p) return;
     for (size_t i = 0; i < g_blocks.size(); ++i)

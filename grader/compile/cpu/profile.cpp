@@ -1,8 +1,11 @@
 // The access profile: what Nsight Compute would count for a kernel's memory instructions.
 //
 // It receives the same access events as the race detector (checks.cpp: the __tsan_* hooks call
-// profile_access for shared memory, and for the launch's global buffers that the caller named
-// with cuda_emu_set_buffers). A warp-level instruction is the set of accesses that the lanes of
+// profile_access for shared memory, and for global memory: the launch's buffers that the caller
+// named with cuda_emu_set_buffers, and every other piece of device memory, which a kernel can
+// stage the operands in as well (a copy of A read naively is still A's traffic): cudaMalloc's
+// blocks, named "scratch", and the __device__ / __constant__ variables, "scratch (their name)";
+// grader/judge/profile.py counts them in every global figure). A warp-level instruction is the set of accesses that the lanes of
 // one warp make at the same source-level access (site) for the same time (the k-th execution by
 // each lane since the last barrier): lanes run one after another here, so accesses wait in
 // groups, keyed by (warp, site, k), until the next barrier or the block's end, and are then
@@ -105,7 +108,8 @@ int g_budget = 8;
 bool g_trace = false;
 std::vector<uint3> g_listed;
 
-std::vector<Buffer> g_buffers;
+std::vector<Buffer> g_named;    // cuda_emu_set_buffers'
+std::vector<Buffer> g_buffers;  // ... and the device memory outside them, as each launch starts
 std::vector<std::string> g_buffer_names;
 std::vector<SharedRange> g_shared;
 uintptr_t g_shared_vtop = 0;
@@ -264,9 +268,10 @@ int popcount(uint32_t m) { return __builtin_popcount(m); }
 void trace_group(const Group& g, int site, int warp, int occ, uint32_t merged) {
     const SiteKey& k = g_sites[site];
     uint64_t base = g_shared[0].vbase;
-    if (k.space) {
+    if (k.space) {  // the buffer that holds the first lane's address (several cudaMalloc blocks are "scratch")
+        const uint64_t a = g.addr[__builtin_ctz(g.mask)];
         for (const Buffer& b : g_buffers)
-            if (b.name == k.buffer) base = b.lo;
+            if (b.name == k.buffer && a >= b.lo && a < b.hi) { base = b.lo; break; }
     } else {
         base = g_shared[k.buffer].vbase;
     }
@@ -473,9 +478,31 @@ void profile_global_window(uintptr_t& lo, uintptr_t& span) {
     if (!span) lo = 0;
 }
 
+namespace {
+int name_id(const std::string& name) {
+    auto it = std::find(g_buffer_names.begin(), g_buffer_names.end(), name);
+    if (it != g_buffer_names.end()) return (int)(it - g_buffer_names.begin());
+    g_buffer_names.push_back(name);
+    return (int)g_buffer_names.size() - 1;
+}
+
+// The launch's global memory: the named buffers first (they win where a block holds one), then the rest of
+// device memory (a kernel cannot allocate any while it runs).
+void watch_device_memory() {
+    static std::vector<DeviceSpan> spans;
+    device_memory(spans);
+    g_buffers = g_named;
+    for (const DeviceSpan& d : spans)
+        if (d.hi > d.lo)
+            g_buffers.push_back(Buffer{name_id(d.name ? "scratch (" + std::string(d.name) + ")" : "scratch"), d.lo, d.hi});
+}
+
+}  // namespace
+
 void profile_new_launch() {
     g_profile_block = false;
     if (!g_mode) return;
+    watch_device_memory();
     const LaunchInfo& L = g_launch;
     g_launches.emplace_back();
     LaunchProfile& P = g_launches.back();
@@ -631,14 +658,10 @@ extern "C" __attribute__((visibility("default"))) void cuda_emu_profile_blocks(i
 extern "C" __attribute__((visibility("default"))) void cuda_emu_set_buffers(int n, const char* const* names,
                                                                           const unsigned long long* ptrs,
                                                                           const unsigned long long* bytes) {
-    g_buffers.clear();
-    for (int i = 0; i < n; ++i) {
-        if (!bytes[i]) continue;
-        auto it = std::find(g_buffer_names.begin(), g_buffer_names.end(), std::string(names[i]));
-        int id = (int)(it - g_buffer_names.begin());
-        if (it == g_buffer_names.end()) g_buffer_names.push_back(names[i]);
-        g_buffers.push_back(Buffer{id, (uintptr_t)ptrs[i], (uintptr_t)(ptrs[i] + bytes[i])});
-    }
+    g_named.clear();
+    for (int i = 0; i < n; ++i)
+        if (bytes[i]) g_named.push_back(Buffer{name_id(names[i]), (uintptr_t)ptrs[i], (uintptr_t)(ptrs[i] + bytes[i])});
+    g_buffers = g_named;
 }
 
 // What was counted since the last configure, as text (parsed by grader/judge/profile.py):

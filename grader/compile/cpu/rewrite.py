@@ -82,6 +82,8 @@ _UNSUPPORTED_TOKENS = {
     r"\b__(shfl|shfl_up|shfl_down|shfl_xor|ballot|any|all)\s*\(": "the pre-CUDA-9 warp intrinsics without _sync "
     "(use __shfl_sync(0xffffffff, ...) and friends)",
     r"\bcudaMallocManaged\b|\bcudaMallocHost\b|\bcudaStreamCreate\w*\b|\bcudaEventCreateFromEGLSync\b|\bcudaIpc\w*": "this runtime API call (streams, managed or pinned memory)",
+    # device memory that the access profile and the host-access check would not watch (a __device__ array is)
+    r"\b__managed__\b": "__managed__ variables (managed memory: declare a __device__ array, or cudaMalloc)",
     r"\bcudaLaunchKernel\w*\b": "cudaLaunchKernel (launch with kernel<<<grid, block, shared, stream>>>(...))",
 }
 _BARRIER = re.compile(

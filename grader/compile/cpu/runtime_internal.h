@@ -90,6 +90,10 @@ struct DeviceOpen {
     DeviceOpen(const DeviceOpen&) = delete;
     DeviceOpen& operator=(const DeviceOpen&) = delete;
 };
+// The device memory a kernel may reach besides the launcher's buffers (the access profile counts it): cudaMalloc's
+// blocks (name null) and the __device__ / __constant__ variables (name: theirs); not the runner's own buffers.
+struct DeviceSpan { uintptr_t lo, hi; const char* name; int line; };
+CUDA_EMU_API void device_memory(std::vector<DeviceSpan>& out);
 CUDA_EMU_API void take_host_fault();  // what the next cudaGetLastError returns (a runtime call failed)
 // Records an error found in the launcher's host code (no kernel context); the first error stays.
 CUDA_EMU_API void report_host(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
