@@ -440,6 +440,29 @@ CPU_EXPECT |= {
     "relu_mask_or_race.cu": (True, False, False, r"global-memory race on mask\["),
     "rows_on_grid_y.cu": (True, False, False, r"^at shape (6[5-9]\d{3})x\d+x\d+: gemm: invalid launch configuration"),
 }
+# host work fed by device data: no device-to-host copy, no kernel argument pointing to host memory, in a launcher call
+CPU_EXPECT |= {
+    "host_negated_copy.cu": (
+        True,
+        False,
+        False,
+        r"cudaMemcpy at host_negated_copy\.cu:12 copies A \(device memory\) to host memory: a launcher's host code "
+        r"may not read device data",
+    ),
+    "host_compute_kernel_args.cu": (
+        True,
+        False,
+        False,
+        r"cudaMemcpy at host_compute_kernel_args\.cu:13 copies A \(device memory\) to host memory",
+    ),
+    "host_pointer_in_kernel.cu": (
+        True,
+        False,
+        False,
+        r"the launcher launches kernel fetch at host_pointer_in_kernel\.cu:14 with host memory as its argument 2 .*: "
+        r"on a GPU the kernel's accesses through it fault",
+    ),
+}
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
     "relu_flat_no_tail.cu": "relu_mask",
@@ -493,6 +516,9 @@ GPU_ANY_FAILURE = {
     "memcpy_device_variable_by_name.cu",  # cudaMemcpy of the host's copy (or an invalid argument)
     "host_compute_kernel_copy.cu",  # host work: far too slow at the timed size
     "host_compute_via_symbol.cu",
+    "host_negated_copy.cu",  # host work: far too slow at the timed size
+    "host_compute_kernel_args.cu",
+    "host_pointer_in_kernel.cu",  # the kernel's access to host memory faults
     "profile_padding_broadcasts.cu",  # uncoalesced: too slow
     "profile_padding_sector_loads.cu",
     "launch_bounds_exceeded.cu",  # the GPU refuses the launch: C stays unwritten
