@@ -177,7 +177,8 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"the launcher's host code wrote C \(device memory\) at host_unhooked_write\.cu:19: on a GPU that write faults",
+        # the device-to-host copy of A is refused first (its store into C: tests/cpu/test_device_memory.py)
+        r"cudaMemcpy at host_unhooked_write\.cu:24 copies A \(device memory\) to host memory",
     ),
     "host_unhooked_read.cu": (
         True,
@@ -189,8 +190,8 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"the launcher copied host memory into C \(cudaMemcpy at host_memcpy_gemm\.cu:19\): the outputs must be "
-        r"computed by kernels",
+        # the device-to-host copy of A is refused first (the copy into C: tests/cpu/test_device_memory.py)
+        r"cudaMemcpy at host_memcpy_gemm\.cu:11 copies A \(device memory\) to host memory",
     ),
     "splitk_store_then_atomic.cu": (
         True,
@@ -314,8 +315,7 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"gemm_relu: the launcher's host code wrote the __device__ variable gM at "
-        r"gemm_relu_host_fills_device_arrays\.cu:21: on a GPU host code reaches only its own copy",
+        r"cudaMemcpy at gemm_relu_host_fills_device_arrays\.cu:17 copies A \(device memory\) to host memory",
     ),
     "memcpy_device_variable_by_name.cu": (
         True,
@@ -336,14 +336,14 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"the launcher computed C on the host: after the call it holds exactly the host data copied into device "
-        r"memory at host_compute_kernel_copy\.cu:22 \(cudaMemcpy\)",
+        # refused at the device-to-host copy of A (the end-of-call match: tests/cpu/test_device_memory.py)
+        r"cudaMemcpy at host_compute_kernel_copy\.cu:12 copies A \(device memory\) to host memory",
     ),
     "host_compute_via_symbol.cu": (
         True,
         False,
         False,
-        r"the launcher computed C on the host: .* at host_compute_via_symbol\.cu:19 \(cudaMemcpyToSymbol\)",
+        r"cudaMemcpy at host_compute_via_symbol\.cu:14 copies A \(device memory\) to host memory",
     ),
     "good_uploaded_column_table.cu": (True, True, True, r"^correct on every shape; access counts at \d+x\d+x\d+ meet"),
     # loads of one sector (broadcasts) padding an uncoalesced kernel: left out of sectors_over_ideal_ld
@@ -446,7 +446,7 @@ CPU_EXPECT |= {
         True,
         False,
         False,
-        r"cudaMemcpy at host_negated_copy\.cu:12 copies A \(device memory\) to host memory: a launcher's host code "
+        r"cudaMemcpy at host_negated_copy\.cu:12 copies A \(device memory\) to host memory: the launcher's host code "
         r"may not read device data",
     ),
     "host_compute_kernel_args.cu": (
@@ -459,8 +459,8 @@ CPU_EXPECT |= {
         True,
         False,
         False,
-        r"the launcher launches kernel fetch at host_pointer_in_kernel\.cu:14 with host memory as its argument 2 .*: "
-        r"on a GPU the kernel's accesses through it fault",
+        r"the launcher's host code launches kernel fetch at host_pointer_in_kernel\.cu:14 with host memory as its "
+        r"argument 2 .*: on a GPU the kernel's accesses through it fault",
     ),
 }
 # exercise of each submission (default naive)
