@@ -177,7 +177,8 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"the launcher's host code wrote C \(device memory\) at host_unhooked_write\.cu:19: on a GPU that write faults",
+        # the device-to-host copy of A is refused first (its store into C: tests/cpu/test_device_memory.py)
+        r"cudaMemcpy at host_unhooked_write\.cu:24 copies A \(device memory\) to host memory",
     ),
     "host_unhooked_read.cu": (
         True,
@@ -189,8 +190,8 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"the launcher copied host memory into C \(cudaMemcpy at host_memcpy_gemm\.cu:19\): the outputs must be "
-        r"computed by kernels",
+        # the device-to-host copy of A is refused first (the copy into C: tests/cpu/test_device_memory.py)
+        r"cudaMemcpy at host_memcpy_gemm\.cu:11 copies A \(device memory\) to host memory",
     ),
     "splitk_store_then_atomic.cu": (
         True,
@@ -314,8 +315,7 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"gemm_relu: the launcher's host code wrote the __device__ variable gM at "
-        r"gemm_relu_host_fills_device_arrays\.cu:21: on a GPU host code reaches only its own copy",
+        r"cudaMemcpy at gemm_relu_host_fills_device_arrays\.cu:17 copies A \(device memory\) to host memory",
     ),
     "memcpy_device_variable_by_name.cu": (
         True,
@@ -336,14 +336,14 @@ CPU_EXPECT = {
         True,
         False,
         False,
-        r"the launcher computed C on the host: after the call it holds exactly the host data copied into device "
-        r"memory at host_compute_kernel_copy\.cu:22 \(cudaMemcpy\)",
+        # refused at the device-to-host copy of A (the end-of-call match: tests/cpu/test_device_memory.py)
+        r"cudaMemcpy at host_compute_kernel_copy\.cu:12 copies A \(device memory\) to host memory",
     ),
     "host_compute_via_symbol.cu": (
         True,
         False,
         False,
-        r"the launcher computed C on the host: .* at host_compute_via_symbol\.cu:19 \(cudaMemcpyToSymbol\)",
+        r"cudaMemcpy at host_compute_via_symbol\.cu:14 copies A \(device memory\) to host memory",
     ),
     "good_uploaded_column_table.cu": (True, True, True, r"^correct on every shape; access counts at \d+x\d+x\d+ meet"),
     # loads of one sector (broadcasts) padding an uncoalesced kernel: left out of sectors_over_ideal_ld
@@ -446,6 +446,29 @@ CPU_EXPECT |= {
         r"^at shape [13]x\d{4}x\d: gemm: invalid launch configuration.*at most 1024",
     ),
 }
+# host work fed by device data: no device-to-host copy, no kernel argument pointing to host memory, in a launcher call
+CPU_EXPECT |= {
+    "host_negated_copy.cu": (
+        True,
+        False,
+        False,
+        r"cudaMemcpy at host_negated_copy\.cu:12 copies A \(device memory\) to host memory: the launcher's host code "
+        r"may not read device data",
+    ),
+    "host_compute_kernel_args.cu": (
+        True,
+        False,
+        False,
+        r"cudaMemcpy at host_compute_kernel_args\.cu:13 copies A \(device memory\) to host memory",
+    ),
+    "host_pointer_in_kernel.cu": (
+        True,
+        False,
+        False,
+        r"the launcher's host code launches kernel fetch at host_pointer_in_kernel\.cu:14 with host memory as its "
+        r"argument 2 .*: on a GPU the kernel's accesses through it fault",
+    ),
+}
 # exercise of each submission (default naive)
 SUB_EXERCISE = {
     "relu_flat_no_tail.cu": "relu_mask",
@@ -528,6 +551,9 @@ GPU_ANY_FAILURE = {
     "memcpy_device_variable_by_name.cu",  # cudaMemcpy of the host's copy (or an invalid argument)
     "host_compute_kernel_copy.cu",  # host work: far too slow at the timed size
     "host_compute_via_symbol.cu",
+    "host_negated_copy.cu",  # host work: far too slow at the timed size
+    "host_compute_kernel_args.cu",
+    "host_pointer_in_kernel.cu",  # the kernel's access to host memory faults
     "profile_padding_broadcasts.cu",  # uncoalesced: too slow
     "profile_padding_sector_loads.cu",
     "launch_bounds_exceeded.cu",  # the GPU refuses the launch: C stays unwritten

@@ -62,9 +62,39 @@ extern "C" void honest_host_code(const float* in, float* out, int n) {
     cudaMemset(out, 0, n * sizeof(float));
     use_table<<<1, 32>>>(in, scratch, n);
     cudaMemcpyAsync(out, scratch, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
-    float first = 0.f;
-    cudaMemcpy(&first, out, sizeof first, cudaMemcpyDeviceToHost);  // one word back to the host: fine
     cudaFree(scratch);
+}
+
+// ---- device data back to the host (the host could then compute the outputs): every route is reported
+extern "C" void d2h_memcpy(const float* in, float* out, int n) {
+    std::vector<float> h(n);
+    cudaMemcpy(h.data(), in, n * sizeof(float), cudaMemcpyDeviceToHost);  // D2H MEMCPY
+    copy_in<<<1, 32>>>(in, out, n);
+}
+extern "C" void d2h_default_async(const float* in, float* out, int n) {
+    copy_in<<<1, 32>>>(in, out, n);
+    float h[4];
+    cudaMemcpyAsync(h, out + 4, sizeof h, cudaMemcpyDefault, 0);  // D2H DEFAULT
+}
+extern "C" void d2h_2d_from_scratch(const float* in, float* out, int n) {
+    float* d = nullptr;
+    cudaMalloc(&d, n * sizeof(float));
+    copy_in<<<1, 32>>>(in, d, n);
+    float h[4];
+    cudaMemcpy2D(h, sizeof(float), d, 2 * sizeof(float), sizeof(float), 4, cudaMemcpyDeviceToHost);  // D2H 2D
+    copy_in<<<1, 32>>>(d, out, n);
+    cudaFree(d);
+}
+extern "C" void kernel_gets_host_pointer(const float* in, float* out, int n) {
+    std::vector<float> h(n);
+    copy_in<<<1, 32>>>(in, h.data(), n);  // HOST POINTER ARG
+    copy_in<<<1, 32>>>(in, out, n);
+}
+extern "C" void kernel_gets_device_pointers(const float* in, float* out, int n) {
+    copy_in<<<1, 32>>>(in + n / 2, out + n / 2, n - n / 2);  // inside the buffers
+    copy_in<<<1, 32>>>(in, out, 0);
+    copy_in<<<1, 32>>>(nullptr, out + n, 0);  // null, and just past the end
+    copy_in<<<1, 32>>>(in, out, n / 2);
 }
 
 // ---- copies into outputs and inputs
@@ -149,8 +179,6 @@ extern "C" void memcpy2d_pitched_scratch(const float* in, float* out, int n) {
     cudaMemset2D(d, pitch, 0, cols * sizeof(float), rows);
     fill_pitched<<<rows, 32>>>(d, pitch, in, rows, cols);
     cudaMemcpy2DAsync(out, cols * sizeof(float), d, pitch, cols * sizeof(float), rows, cudaMemcpyDeviceToDevice, 0);
-    float back[2] = {};  // a column back to the host: fine
-    cudaMemcpy2D(back, sizeof(float), out, 2 * cols * sizeof(float), sizeof(float), 2, cudaMemcpyDeviceToHost);
     cudaFree(d);
 }
 // a pitch below the width: cudaErrorInvalidPitchValue, returned and then by cudaGetLastError once; nothing copied

@@ -70,10 +70,37 @@ def test_host_exercise_buffers_are_host_memory(lib):
 
 def test_honest_host_code_passes(lib):
     """Host vectors, a table copied to __constant__ memory, cudaMemset of a scratch buffer and of the
-    output, a device-to-device copy of what a kernel computed, one word copied back to the host."""
+    output, a device-to-device copy of what a kernel computed."""
     err, inp, out = call(lib, "honest_host_code")
     assert err is None, err
     np.testing.assert_array_equal(out, inp * (1 + np.arange(N) % 4))
+
+
+@pytest.mark.parametrize(
+    "fn, call_, what, marker",
+    [
+        ("d2h_memcpy", "cudaMemcpy", "in", "D2H MEMCPY"),
+        ("d2h_default_async", "cudaMemcpy", "out", "D2H DEFAULT"),
+        ("d2h_2d_from_scratch", "cudaMemcpy2D", "a cudaMalloc block", "D2H 2D"),
+    ],
+)
+def test_device_data_copied_to_the_host_is_reported(lib, fn, call_, what, marker):
+    """With device data the host could compute the outputs and hand them on unseen (negated, in kernel arguments)."""
+    err, _, _ = call(lib, fn)
+    assert err and err.startswith(
+        f"{call_} at {at(marker)} copies {what} (device memory) to host memory: the launcher's host code may not read "
+        "device data"
+    ), err
+
+
+def test_a_kernel_launched_with_a_host_pointer_is_reported(lib):
+    err, _, _ = call(lib, "kernel_gets_host_pointer")
+    assert err and err.startswith(
+        f"the launcher's host code launches kernel copy_in at {at('HOST POINTER ARG')} with host memory as its argument 2"
+    ), err
+    err, inp, out = call(lib, "kernel_gets_device_pointers")
+    assert err is None, err
+    np.testing.assert_array_equal(out, inp)
 
 
 def test_host_memory_copied_into_an_output_is_reported(lib):
@@ -139,7 +166,7 @@ def test_memcpy_line_is_the_callers_through_a_macro(lib):
     "name, exercise, pattern",
     [
         ("host_side_gemm.cu", "naive", r"host code read A \(device memory\) at host_side_gemm\.cu:11"),
-        ("host_memcpy_gemm.cu", "naive", r"copied host memory into C \(cudaMemcpy at host_memcpy_gemm\.cu:19\)"),
+        ("host_memcpy_gemm.cu", "naive", r"cudaMemcpy at host_memcpy_gemm\.cu:11 copies A \(device memory\) to host"),
         ("splitk_store_then_atomic.cu", "naive", r"global-memory race on C\[.*atomically updates"),
         ("input_scratch_restore.cu", "naive", r"the kernel wrote to its input A \(A\["),
     ],
@@ -156,7 +183,7 @@ def test_split_k_zeroed_with_memset_then_atomics_passes():
 
 def test_pitched_copies_and_memsets_pass(lib):
     """cudaMallocPitch, cudaMemset2D, a kernel writing the pitched block, cudaMemcpy2DAsync of it into the
-    output (device to device), a column of the output back to the host (cudaMemcpy2D)."""
+    output (device to device)."""
     err, inp, out = call(lib, "memcpy2d_pitched_scratch")
     assert err is None, err
     np.testing.assert_array_equal(out, inp)
@@ -231,7 +258,15 @@ extern "C" void symbols_copied(const float* in, float* out, int n) {
     cudaMemcpyToSymbol(dv, h, sizeof h);
     cudaMemcpyToSymbol(cv, h, sizeof h);
     from_dv<<<1, 32>>>(out);
-    cudaMemcpyFromSymbol(h, dv, sizeof h);
+    float* d = nullptr;
+    cudaMalloc(&d, sizeof h);
+    cudaMemcpyFromSymbol(d, dv, sizeof h, 0, cudaMemcpyDeviceToDevice);
+    cudaFree(d);
+}
+extern "C" void symbol_to_host(const float* in, float* out, int n) {
+    float h[4];
+    from_dv<<<1, 32>>>(out);
+    cudaMemcpyFromSymbol(h, dv, sizeof h);  // SYMBOL TO HOST
 }
 """
 
@@ -252,6 +287,12 @@ def test_host_code_touching_a_device_variable_is_reported(dvlib, fn, what, marke
     err, _, _ = call(dvlib, fn)
     line = line_of(DEVICE_VARIABLE, marker)
     assert err and err.startswith(f"the launcher's host code {what} at devvar.cu:{line}: on a GPU host code"), err
+
+
+def test_a_device_variable_copied_to_the_host_is_reported(dvlib):
+    err, _, _ = call(dvlib, "symbol_to_host")
+    line = line_of(DEVICE_VARIABLE, "SYMBOL TO HOST")
+    assert err and err.startswith(f"cudaMemcpyFromSymbol at devvar.cu:{line} copies dv (device memory) to host"), err
 
 
 def test_device_variables_set_and_read_with_the_symbol_calls_pass(dvlib):

@@ -123,8 +123,9 @@ CUDA_EMU_API long long host_clock_ns();  // CLOCK_MONOTONIC, for events
 CUDA_EMU_API void atomic_access(const void* p, size_t n, const void* pc, int op = 0);
 CUDA_EMU_API void thread_fence();  // __threadfence()
 // The emulated GPU's memory calls (globals.cpp): cudaMalloc's blocks are device memory (host code
-// that touches them is reported, as on a GPU it faults); a copy of host memory into an output, and
-// a copy or memset into an input, are reported with the caller's line. kind: 0 memcpy, 1 memset,
+// that touches them is reported, as on a GPU it faults); a copy of host memory into an output, a copy
+// or memset into an input, and (in a launcher call) any copy of device memory to the host, are reported
+// with the caller's line. kind: 0 memcpy, 1 memset,
 // 2 to a symbol, 3 from a symbol.
 CUDA_EMU_API void* device_malloc(size_t n, int line);  // line: the cudaMalloc's, for messages
 CUDA_EMU_API void device_free(void* p);
@@ -134,6 +135,9 @@ CUDA_EMU_API void device_copy(void* d, const void* s, size_t n, int kind, int va
 CUDA_EMU_API int device_copy2d(void* d, size_t dpitch, const void* s, size_t spitch, size_t width, size_t height,
                                int kind, int value, int line);
 CUDA_EMU_API size_t device_pitch(size_t width);  // cudaMallocPitch's row pitch
+// A kernel's pointer argument `index` (from 0) at a launch: false (reported) when it points to host memory, which a
+// GPU's kernel cannot reach (null, and a pointer into or just past device memory, are fine).
+CUDA_EMU_API bool kernel_pointer(const char* kernel, int line, int index, const void* p);
 // A __device__ or __constant__ variable (rewrite.py registers each): device memory, as a cudaMalloc block is.
 CUDA_EMU_API void register_device_variable(const void* p, size_t n, const char* name, int line);
 struct DeviceVarReg {
@@ -145,6 +149,11 @@ struct DeviceVarReg {
 template <class S> static inline const void* stream_of(S&& s) {  // a launch's stream: 0, nullptr or a handle
     if constexpr (std::is_integral_v<std::decay_t<S>>) return (const void*)(uintptr_t)s;
     else return (const void*)s;
+}
+template <class T> static inline bool kernel_arg_ok(const char* name, int line, int i, const T& v) {
+    if constexpr (std::is_pointer_v<T> && std::is_object_v<std::remove_pointer_t<T>>)
+        return kernel_pointer(name, line, i, (const void*)v);
+    else return true;
 }
 template <class K, class Tup> struct LaunchCtx { K fn; Tup* args; };
 template <class K, class Tup> static void run_thread(void* p) {
@@ -158,6 +167,11 @@ static void launch(const char* name, int line, bool fibers, dim3 g, dim3 b, size
     if (!stream_ok(stream_of(stream), "launches kernel", name, line)) return;
     using Tup = std::tuple<std::decay_t<P>...>;
     Tup tup(std::forward<A>(args)...);
+    bool host = false;  // a pointer argument to host memory: reported, and the kernel not run
+    [&]<size_t... I>(std::index_sequence<I...>) {
+        ((host = host || !kernel_arg_ok(name, line, (int)I, std::get<I>(tup))), ...);
+    }(std::index_sequence_for<P...>{});
+    if (host) return;
     LaunchCtx<void (*)(P...), Tup> ctx{fn, &tup};
     launch_grid(name, line, (const void*)fn, g, b, smem, fibers, &run_thread<void (*)(P...), Tup>, &ctx);
 }

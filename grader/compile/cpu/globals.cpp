@@ -627,6 +627,22 @@ void* device_malloc(size_t n, int line) {
 #endif
 }
 
+bool kernel_pointer(const char* kernel, int line, int index, const void* p) {
+    const uintptr_t a = (uintptr_t)p;
+    if (!g_device || !p) return true;
+    for (const Buf& b : g_bufs)
+        if (a >= b.lo && a <= b.hi) return true;
+    for (const Alloc& al : g_allocs)
+        if (a >= al.lo && a <= al.hi) return true;
+    for (const Span& b : g_blocks)
+        if (a >= b.lo && a <= b.hi) return true;
+    report_host("the launcher's host code launches kernel %s at %s:%d with host memory as its argument %d (a pointer "
+                "to no launch buffer, cudaMalloc block or __device__ variable): on a GPU the kernel's accesses "
+                "through it fault; kernels read and write device memory only", kernel, base_name().c_str(), line,
+                index + 1);
+    return false;
+}
+
 void register_device_variable(const void* p, size_t n, const char* name, int line) {
     g_blocks.push_back(Span{(uintptr_t)p, (uintptr_t)p + n, line, name});
     update_host_window();
@@ -677,6 +693,16 @@ void copy_checked(void* d, const void* s, size_t n, int kind, int value, int lin
         report_host("%s at %s:%d copies %s the __device__ variable %s by its name: in host code that is the host's "
                     "own copy of it, which kernels never see; use cudaMemcpyToSymbol / cudaMemcpyFromSymbol", call,
                     base_name().c_str(), line, device_variable((uintptr_t)d, n) ? "into" : "from", var);
+    // Device data never reaches the launcher's host code: with it the host could compute the outputs and pass them
+    // on in ways no check sees (negated, in kernel arguments). Refused, and not copied.
+    if (n && g_device && kind != 1 && !device_name((uintptr_t)d, n) && (kind == 3 || device_name((uintptr_t)s, n))) {
+        const char* from = kind == 3 ? device_variable((uintptr_t)s, n) : device_name((uintptr_t)s, n);
+        report_host("%s at %s:%d copies %s (device memory) to host memory: the launcher's host code may not read "
+                    "device data (the outputs must be computed by kernels); keep it on the device, where kernels "
+                    "read it (a device-to-device copy is fine)", call, base_name().c_str(), line,
+                    from ? from : "a __device__ variable");
+        return;
+    }
     if (n && g_device) {
         const uintptr_t a = (uintptr_t)d, src = (uintptr_t)s;
         const Buf* b = nullptr;
