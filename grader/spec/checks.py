@@ -333,14 +333,8 @@ def separating_condition(failed: list[tuple[int, ...]], passed: list[tuple[int, 
     return ""
 
 
-def error_hint(error: str, shape) -> str:
-    """A hint for a launch that failed outright: a write outside an output, a misaligned vector access."""
-    where = shapes.alignment(shape)
-    at = (
-        f" At {'x'.join(map(str, shape))}, {where}: a path chosen for aligned sizes must check the others."
-        if where
-        else ""
-    )
+def _launch_limit_hint(error: str, shape) -> str:
+    """A hint for a launch past a GPU's limits: rows on gridDim.y, a block size taken from the matrix."""
     if re.search(r"invalid (launch )?configuration", error) and len(shape) >= 2 and shape[0] > 65535:
         return (
             f"The launch failed at M = {shape[0]}: gridDim.y and gridDim.z are at most 65535 (gridDim.x up to "
@@ -355,6 +349,20 @@ def error_hint(error: str, shape) -> str:
             "and cover the matrix with the grid: col = blockIdx.x * blockDim.x + threadIdx.x, "
             "gridDim.x = ceil(N / blockDim.x)."
         )
+    return ""
+
+
+def error_hint(error: str, shape) -> str:
+    """A hint for a launch that failed outright: a write outside an output, a misaligned vector access."""
+    where = shapes.alignment(shape)
+    at = (
+        f" At {'x'.join(map(str, shape))}, {where}: a path chosen for aligned sizes must check the others."
+        if where
+        else ""
+    )
+    limit = _launch_limit_hint(error, shape)
+    if limit:
+        return limit
     same = re.search(
         r"shared-memory race on .*?: thread .*? writes it at (\S+), but thread .*? wrote it at (\S+) ", error
     )
