@@ -199,6 +199,24 @@ def test_code_run_at_load_and_symbol_aliases_are_refused(bad):
 
 
 @pytest.mark.parametrize(
+    "probe",
+    [
+        '#if __has_include("cuda_emu.h")\n#endif\n',
+        "#if __has_include(</etc/passwd>)\nint x;\n#endif\n",
+        "#if defined(__has_include_next) && __has_include_next(<cuda.h>)\n#endif\n",
+        "#if __has_embed(</home/grader/key> limit(1))\n#endif\n",
+        "#define P(x) __has_include(x)\n#if P(<cuda_runtime.h>)\n#endif\n",
+        '#pragma GCC dependency "/etc/hostname"\n',
+        '_Pragma("GCC dependency \\"/etc/hostname\\"")\n',
+    ],
+)
+def test_probing_the_grading_machines_files_is_refused(probe):
+    # each of these tells the compile step whether a file exists on the grading machine (or which backend
+    # it is): a kernel that behaves differently there is one the grader never saw
+    assert refused(probe), probe
+
+
+@pytest.mark.parametrize(
     "header",
     [
         "cstdlib",

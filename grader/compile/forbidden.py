@@ -17,7 +17,8 @@ A submission must do the work itself, in its own kernels. So the scan refuses:
     or symbol references in a template (syscall, .byte, call, @plt);
   - code run at load (constructor/destructor/init_priority, section, weakref and
     ifunc attributes), `#pragma comment/weak/redefine_extname`, computed includes,
-    `#include_next/#import/#embed`, and what could spell any of the above: token
+    `#include_next/#import/#embed`, questions about the grading machine's files
+    (`__has_include`, `__has_embed`, `#pragma GCC dependency`), and what could spell any of the above: token
     pasting (##), \\u in code, keywords redefined by #define;
   - work hidden from the timer: streams of its own (cudaStreamCreate*,
     cudaStreamPerThread, graphs, host callbacks), device-wide settings.
@@ -208,6 +209,17 @@ _RULES = [("bare", p, why) for p, why in _LIBRARIES] + [
         "linker directives and symbol aliases are not allowed",
     ),
     ("bare", re.compile(r"#\s*(include_next|import|embed)\b"), "only plain #include is allowed"),
+    (
+        "bare",
+        re.compile(r"\b__has_(include|include_next|embed)\b"),
+        "asking whether a file exists (__has_include, __has_embed) is not allowed: a kernel file must be"
+        " the same program on every machine",
+    ),
+    (
+        "code",
+        re.compile(r"(#\s*pragma\s+|\b_Pragma\s*\(\s*\w*\"\s*)GCC\s+dependency\b"),
+        "#pragma GCC dependency is not allowed (it asks about a file on the grading machine)",
+    ),
     (
         "bare",
         re.compile(r"#\s*define\s+(if|for|while|switch|constexpr|else|do|asm|__asm|__asm__)\b"),
