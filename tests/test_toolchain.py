@@ -77,6 +77,32 @@ def test_a_compile_that_outlasts_the_limit_is_a_clear_compile_error(monkeypatch)
         toolchain.build(GOOD + "\n// timeout test\n", backend="cpu", exercise="naive")
 
 
+def test_a_compiler_process_past_the_memory_limit_is_stopped():
+    from grader.compile import procs
+
+    # python allocating 600 MB under a 256 MiB limit: stopped by the limit, which its children inherit
+    grab = ["python3", "-c", "b = bytearray(600 << 20); print(len(b))"]
+    with pytest.raises(CompileError, match="ran out of memory"):
+        procs.run_all([grab], timeout=60, memory_mb=256)
+    ((rc, out),) = procs.run_all([["sh", "-c", "echo fine"]], timeout=60, memory_mb=256)
+    assert (rc, out.strip()) == (0, "fine")
+
+
+def test_a_preprocessor_bomb_is_a_clear_compile_error_not_a_full_machine(monkeypatch):
+    """Each macro uses the one before twice: 20 steps expand to 2^20 copies (about 1 GB in cc1plus, and
+    every further step doubles it). Under a 256 MiB limit the build stops with a message, quickly."""
+    import time
+    from grader.compile import procs
+
+    steps = "\n".join(f"#define X{i + 1} X{i} X{i}" for i in range(20))
+    bomb = GOOD + f"\n#define X0 1+\n{steps}\nstatic int bomb = X20 1;\n"
+    monkeypatch.setattr(procs, "COMPILE_MEMORY_MB", 256, raising=False)  # (it ran before the limit existed)
+    t0 = time.monotonic()
+    with pytest.raises(CompileError, match="ran out of memory"):
+        toolchain.build(bomb, backend="cpu", exercise="naive")
+    assert time.monotonic() - t0 < 60
+
+
 def test_a_timeout_kills_the_compilers_children_too():
     """A compiler driver's children (cc1plus, cicc) hold the output pipe: the limit must stop them
     as well, or `--compile-timeout 20` waits for them (it once took 244 s)."""

@@ -262,6 +262,7 @@ class _DeviceCompile:
 
     def __init__(self, nvcc, source, exercise, filename, work: Path, extra_flags, timeout: float):
         self.result: list[tuple[int, str]] | None = []
+        self.error: CompileError | None = None
         self.filename, self.work, self.exercise, self.timeout = filename, work, exercise, timeout
         if not nvcc:
             self.thread = None
@@ -280,7 +281,10 @@ class _DeviceCompile:
         ]
 
         def run():
-            self.result = run_all([cmd], work, timeout)
+            try:
+                self.result = run_all([cmd], work, timeout)
+            except CompileError as e:  # out of memory: raised again by check(), in the grading thread
+                self.error = e
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
@@ -289,6 +293,8 @@ class _DeviceCompile:
         if self.thread is None:
             return
         self.thread.join()  # run_all returns by the time limit: it kills nvcc then
+        if self.error is not None:
+            raise self.error
         if self.result is None:
             raise CompileError(
                 f"nvcc's device compile did not finish within {self.timeout:.0f} s "
