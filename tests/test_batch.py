@@ -375,6 +375,33 @@ def test_a_link_out_of_the_students_folder_is_refused(tmp_path):
     assert subs["dora"].source and subs["dora"].path.name == "naive.cu"
 
 
+def test_a_fifo_or_socket_named_like_a_kernel_file_gets_a_row_that_says_so(tmp_path):
+    """bob/kernel.cu a FIFO (a zip or a shared folder can hold one) got "no .cu file or notebook", and a
+    top-level FIFO got no row at all; opening one would wait for a writer forever. Each gets a row naming it."""
+    import os
+    import socket
+
+    from grader.judge.submissions import discover
+
+    d = tmp_path / "subs"
+    (d / "bob").mkdir(parents=True)
+    os.mkfifo(d / "bob" / "kernel.cu")
+    os.mkfifo(d / "erin.cu")
+    (d / "fay").mkdir()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(d / "fay" / "naive.cu"))
+        subs = {s.student_id: s for s in discover(d, "naive")}
+    assert set(subs) == {"bob", "erin", "fay"}
+    for sid, shown, kind in (
+        ("bob", "bob/kernel.cu", "FIFO"),
+        ("erin", "erin.cu", "FIFO"),
+        ("fay", "fay/naive.cu", "socket"),
+    ):
+        assert subs[sid].source is None, sid
+        assert subs[sid].problem.startswith(f"{shown} is a {kind}"), subs[sid].problem
+        assert "not a regular file" in subs[sid].problem
+
+
 def _access_miss_row(**kw):
     from types import SimpleNamespace
 

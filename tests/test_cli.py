@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -26,6 +27,9 @@ def test_could_not_grade_is_2(capsys, tmp_path):
     assert _check(capsys, "naive", str(tmp_path / "missing_without_suffix"))[0] == 2  # a path, not source
     rc, _, err = _check(capsys, "naive", str(tmp_path))
     assert rc == 2 and "is a folder" in err
+    os.mkfifo(tmp_path / "pipe.cu")  # it said "no such file"; opening it would wait for a writer forever
+    rc, _, err = _check(capsys, "naive", str(tmp_path / "pipe.cu"))
+    assert rc == 2 and "is a FIFO (named pipe), not a regular file" in err, err
     rc, _, err = _check(capsys, "naiv", str(SUBS / "good_naive.cu"))
     assert rc == 2 and "unknown exercise" in err and "naive" in err
     bad = tmp_path / "t.json"

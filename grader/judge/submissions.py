@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import SubmissionError
+from grader.spec.files import not_regular_message, special_kind
 
 MARKER = re.compile(r"^\s*//\s*grader:\s*(\w+)\s*$")
 SOURCE_SUFFIXES = (".cu", ".ipynb")
@@ -425,7 +426,9 @@ def _link_refused(sid: str, path: Path, folder: Path, shown: str) -> Submission:
 def _discover_entry(entry: Path, exercise: str, subs: list[Submission], root: Path) -> None:
     """Append the submission in `entry` (a file, or a student folder) to subs, if it holds one. Nothing
     outside `root` (a top-level entry) or outside the student's folder is graded through a link."""
-    if entry.is_file() and entry.suffix.lower() in SOURCE_SUFFIXES:
+    if entry.suffix.lower() in SOURCE_SUFFIXES and (kind := special_kind(entry)) and kind != "a folder":
+        subs.append(Submission(entry.stem, None, None, not_regular_message(entry.name, kind)))
+    elif entry.is_file() and entry.suffix.lower() in SOURCE_SUFFIXES:
         if _leaves(entry, root):
             subs.append(_link_refused(entry.stem, entry, root, entry.name))
         else:
@@ -434,13 +437,19 @@ def _discover_entry(entry: Path, exercise: str, subs: list[Submission], root: Pa
         if entry != root and _leaves(entry, root):
             subs.append(_link_refused(entry.name, entry, root, entry.name + "/"))
             return
-        files = sorted(
+        named = [
             p
             for p in entry.rglob("*")
-            if p.is_file()
-            and p.suffix.lower() in SOURCE_SUFFIXES
+            if p.suffix.lower() in SOURCE_SUFFIXES
             and not any(part.startswith(".") for part in p.relative_to(entry).parts)
-        )
+        ]
+        files = sorted(p for p in named if p.is_file())
+        special = sorted((p, kind) for p in named if (kind := special_kind(p)) and kind != "a folder")
+        if special and not files:  # never opened: a FIFO's reader waits for a writer forever
+            path, kind = special[0]
+            shown = f"{entry.name}/{path.relative_to(entry)}"
+            subs.append(Submission(entry.name, None, None, not_regular_message(shown, kind)))
+            return
         linked = [p for p in files if _leaves(p, entry)]
         if linked:
             subs.append(_link_refused(entry.name, linked[0], entry, f"{entry.name}/{linked[0].relative_to(entry)}"))

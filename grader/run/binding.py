@@ -23,6 +23,7 @@ from types import SimpleNamespace
 import torch
 
 from grader.spec import contract, exercises
+from grader.spec.files import not_regular_message, special_kind
 from grader.compile import forbidden, toolchain
 from grader.errors import CannotGrade, Forbidden, KernelError, LauncherError, SubmissionError
 
@@ -53,6 +54,8 @@ def read_source(source_or_path: str | os.PathLike) -> tuple[str, str]:
     path = Path(source_or_path)
     if path.is_dir():
         raise CannotGrade(f"{path} is a folder: give one kernel file (or use `batch` for a folder)")
+    if kind := special_kind(path):  # a FIFO: reading it would wait for a writer forever
+        raise CannotGrade(not_regular_message(str(path), kind))
     if not path.is_file():
         raise CannotGrade(f"{path}: no such file")
     big = forbidden.too_large(path.stat().st_size)  # refused unread (grader.compile.forbidden.MAX_BYTES)
