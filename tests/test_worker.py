@@ -36,3 +36,34 @@ def test_input_guards_differ_from_output_poison():
     out = worker._alloc(mem, "C", {"M": 1, "N": 1})
     mem._bases["C"][worker.GUARD + 1] = mem._bases["A"][0]
     assert worker._damage("C", mem, out) is not None
+
+
+def test_every_case_of_a_counted_grade_records_its_first_run_alike(monkeypatch):
+    """No case can be told from the counted ones by what its run costs: in a grade that counts cases 1 and 3, the
+    first run of every case records the same sample (seed, budget) and ends it; only cases 1 and 3 send what they
+    counted (before, only they recorded, and a launcher that timed a probe kernel saw the difference:
+    tests/submissions/profile_detect_by_timing.cu). A case's later, shuffled schedules record nothing."""
+    from grader.compile.cpu import counters
+
+    calls = []
+    monkeypatch.setattr(
+        counters, "configure", lambda mod, blocks, seed, budget: calls.append(("rec", blocks, seed, budget))
+    )
+    monkeypatch.setattr(counters, "take", lambda mod: calls.append(("take",)) or {"launches": [], "sites": []})
+    monkeypatch.setattr(worker, "run_case", lambda mem, shape, inputs, digests: {})
+
+    class Mem:
+        backend = "cpu"
+
+        def configure_cpu(self, schedule_seed=0):
+            calls.append(("schedule", schedule_seed))
+
+    req = {"schedules": [0, 12345], "profile": {"cases": [1, 3], "seed": 99, "budget": 8, "blocks": "sample"}}
+    cases = [({"case": i, "shape": [1, 1, 1]}, {}) for i in range(5)]
+    sent = []
+    assert worker._serve_cases(req, cases, Mem(), None, lambda meta, arrays=None: sent.append(meta)) == 0
+    first = [("schedule", 0), ("rec", "sample", 99, 8), ("take",)]
+    unprofiled = first + [("schedule", 12345)]
+    assert calls == unprofiled + first + unprofiled + first + unprofiled, calls
+    assert [(m["case"], m["schedule"]) for m in sent if "profile" in m] == [(1, 0), (3, 0)]
+    assert len(sent) == 8

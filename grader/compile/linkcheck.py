@@ -13,7 +13,9 @@ After a submission compiles, and before it is linked, the object of its own tran
     Anything else (mkdir, dlopen, tgkill, send, environ...) is refused by name, whatever the
     source did to hide it (comments ending in a lone CR, splices, declarations of its own);
   - its host code may not contain a system-call instruction (syscall, sysenter, int $n, svc)
-    or a far call/jump/return (which switch the CPU mode);
+    or a far call/jump/return (which switch the CPU mode), nor read a hardware clock or counter
+    (rdtsc, rdtscp, rdpmc, rdpru; mrs of a timer or PMU register): on the CPU backend a kernel that
+    timed itself could tell the blocks the access profile records from the others;
   - it may not define a function of the CUDA runtime (it would replace the runtime's own).
 nvcc compiles each external __device__ function for the host as a stub that calls exit(1): on the
 cuda backend `exit` passes when only such stubs refer to it.
@@ -132,8 +134,19 @@ _HOST_TRAPS = re.compile(
     r"(?:^|\s)(syscall|sysenter|sysexit|sysret\w*|int|int1|into|lcall\w*|ljmp\w*|lret\w*"
     r"|iret\w*|svc|hvc|smc)(?=\s|$)"
 )
+# Instructions that read a hardware clock or counter (x86: the time-stamp counter, performance counters, AMD's
+# rdpru; AArch64: the generic timer's and the PMU's registers): on the CPU backend a kernel file that times itself
+# with one sees the access profile record a block (several times the cost per access) and could run its lesson's
+# kernel only there. Kernels have clock64() and clock(), launchers events: virtual clocks there (cuda_emu.h).
+_CLOCK_READS = re.compile(
+    r"(?:^|\s)(rdtscp?|rdpmc|rdpru)(?=\s|$)|(?:^|\s)(mrs)\s+\w+,\s*(?:cnt[pv]ct\w*|pmccntr\w*|pmevcntr\w*)", re.I
+)
 _RUNTIME_DEFINITION = re.compile(r"__cuda\w+|cuda[A-Z]\w*")
 _WHY_CALL = "not on the allow-list"
+_CLOCK_WHY = (
+    "a kernel file may not read a hardware clock or counter (rdtsc and its kin): use clock64() in a kernel, "
+    "events in a launcher (on the CPU backend both give a modelled time; the grader times kernels on a GPU)"
+)
 _ALLOW_LIST = (
     "Not on the allow-list of what a kernel file may call: the CUDA runtime's memory, launch, error and "
     "device-query calls; printf and stdio output; memory and string functions; the math library. "
@@ -243,12 +256,14 @@ def _relocations(text: str) -> dict[str, set[str]]:
 class _Code:
     """What the disassembly (`objdump -d -r -l`) says: for each symbol the code refers to, where it first
     does ('mine.cu:12' when the object has line tables, else 'in f()'); each function's references and
-    calls; every system-call or far-transfer instruction as (mnemonic, where)."""
+    calls; every system-call or far-transfer instruction, and every read of a hardware clock or counter, as
+    (mnemonic, where)."""
 
     refs: dict[str, str] = field(default_factory=dict)
     by_function: dict[str, set[str]] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     traps: list[tuple[str, str]] = field(default_factory=list)
+    clock_reads: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _code(text: str, filename: str) -> _Code:
@@ -279,6 +294,9 @@ def _code(text: str, filename: str) -> _Code:
         t = _HOST_TRAPS.search(mnemonic)
         if t:
             code.traps.append((t.group(1), where))
+        t = _CLOCK_READS.search(mnemonic)
+        if t:
+            code.clock_reads.append((t.group(1) or t.group(2), where))
     return code
 
 
@@ -347,6 +365,8 @@ def check(obj: Path, backend: str, filename: str = "kernel.cu", runtime: frozens
                 "host code may not make system calls or switch the CPU mode",
             )
         )
+    for mnemonic, where in code.clock_reads:
+        problems.append(Problem(_line(where), _at(where, f"a `{mnemonic}` instruction"), _CLOCK_WHY))
     return problems
 
 

@@ -632,21 +632,23 @@ def _serve_cases(req: dict, cases: list, mem: Remote, base, send) -> int:
         for seed in counters.schedules(req, meta["case"]):
             mem.configure_cpu(schedule_seed=seed)
             digests: dict[str, str] = {}
-            counted = counters.counting(req, meta["case"], seed, mem)  # access counts of this very run
+            # the first run of every case of a counted grade records (the same cost in each); the profiled cases are judged
+            recording, judged = counters.counting(req, meta["case"], seed, mem)
             try:
                 outs = run_case(mem, meta["shape"], inputs, digests)
             except RunnerDied:
                 raise
             except GraderError as e:
-                if counted:
+                if recording:
                     counters.take(mem)
                 send({"case": meta["case"], "schedule": seed, "error": str(e)})
                 if mem.backend == "cuda":
                     return 0  # a CUDA error poisons the context: nothing after it is trustworthy
                 continue
+            counts = counters.take(mem) if recording else None
             send(
                 {"case": meta["case"], "schedule": seed, "inputs_sha256": digests}
-                | ({"profile": counters.take(mem)} if counted else {}),
+                | ({"profile": counts} if judged else {}),
                 {k: v.numpy() for k, v in outs.items()},
             )
     if req.get("timing") and req["timing"].get("host"):  # a host exercise: timed on the CPU (grader.run.host)

@@ -19,7 +19,7 @@ __global__ void busy(float* x, int n) {
     x[threadIdx.x] = v;
 }
 
-// Times a kernel with events: what a launcher that times itself sees (a plausible time, never 0).
+// Times a kernel with events: what a launcher that times itself sees (a modelled time, never 0).
 extern "C" float timed(float* x, int n) {
     cudaEvent_t a, b;
     cudaEventCreate(&a);

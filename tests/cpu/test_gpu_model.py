@@ -1,10 +1,9 @@
 """The CPU backend plays a real GPU (a Tesla T4, the course's lowest): its properties, the limits it enforces
-at a launch (grid, block, shared memory, __launch_bounds__), events that measure time, and the stream
+at a launch (grid, block, shared memory, __launch_bounds__), events that measure a modelled time, and the stream
 contract (every launch on the stream the launcher was given)."""
 
 import ctypes
 import pathlib
-import time
 
 import numpy as np
 import pytest
@@ -41,16 +40,15 @@ def test_properties_are_a_tesla_t4s(lib):
     assert out.tolist() == [7, 5, 40, 49152, 65536, 65536, 1024, 32, 1024, 65535, 65536]
 
 
-def test_events_measure_the_host_clock_between_their_records(lib):
+def test_events_measure_a_modelled_time_between_their_records(lib):
+    """Not the host's clock: how long a launch takes here depends on what the grader records (tests/cpu/
+    test_virtual_clock.py), so a launch counts a fixed cost and one per thread, whatever its kernel does."""
     x = np.zeros(32, np.float32)
     f = lib.dll.timed
     f.restype = ctypes.c_float
-    t0 = time.perf_counter()
     ms = f(_ptr(x), 200_000)
-    wall_ms = (time.perf_counter() - t0) * 1e3
     assert lib.error() is None
-    assert 0 < ms <= wall_ms * 1.01 + 0.01 and ms > wall_ms / 20, (ms, wall_ms)
-    assert 0 < f(_ptr(x), 0)  # an empty kernel still takes time, never 0 ms
+    assert 0 < ms < 0.1 and f(_ptr(x), 0) == ms, ms  # an empty kernel takes as long, and time: never 0 ms
 
 
 @pytest.mark.parametrize(

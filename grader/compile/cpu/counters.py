@@ -204,11 +204,16 @@ def schedules(req: dict, case: int) -> list[int]:
     return all_[:1] if _counted(req.get("profile"), case) else all_
 
 
-def counting(req: dict, case: int, schedule: int, mod) -> bool:
-    """Worker side: start counting if this run is one the request names (its first schedule)."""
+def counting(req: dict, case: int, schedule: int, mod) -> tuple[bool, bool]:
+    """Worker side: start recording this run; (recording, judged). In a counted grade (a request with a "profile")
+    the first run of every case records the same sample (the request's seed and budget), so that no case can be told
+    from the counted ones by what its run costs (a launcher that timed a probe kernel ran its lesson's kernel only
+    where the run was slower); what a run counted is judged only in the cases the request names. A case's later
+    schedules are not recorded: a counted run is always a case's first (the same inputs again say as much).
+    Every recording run must end with take() (which turns recording off), judged or not."""
     spec = req.get("profile")
-    if not _counted(spec, case) or schedule != req.get("schedules", [0])[0] or mod.backend != "cpu":
-        return False
+    if not spec or mod.backend != "cpu" or schedule != req.get("schedules", [0])[0]:
+        return False, False
     blocks = spec.get("blocks", "sample")
     configure(
         mod,
@@ -216,4 +221,4 @@ def counting(req: dict, case: int, schedule: int, mod) -> bool:
         spec["seed"],
         budget=spec.get("budget", DEFAULT_BUDGET),
     )
-    return True
+    return True, _counted(spec, case)

@@ -6,11 +6,15 @@
 // The kernel file's memcpy, memmove and memset (its own calls and those of the library code it
 // inlines: std::copy, std::vector's copies) go to the runtime (globals.cpp), which reports host
 // code that copies device memory with them, and then copies. The runtime keeps libc's.
+// Its clock() (device code's and host code's) is the runtime's virtual clock (runtime.cpp, "Virtual clocks").
 #ifndef CUDA_EMU_RUNTIME
 extern "C" {
 void* memcpy(void*, const void*, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memcpy");
 void* memmove(void*, const void*, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memmove");
 void* memset(void*, int, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memset");
+#if defined(__linux__)  // clock_t is a long there (glibc, musl)
+long clock(void) noexcept __asm__("cuda_emu_clock");
+#endif
 }
 #endif
 #include <cmath>
@@ -29,6 +33,7 @@ void* memset(void*, int, __SIZE_TYPE__) noexcept __asm__("cuda_emu_memset");
 extern "C" CUDA_EMU_API void* cuda_emu_memcpy(void* d, const void* s, size_t n) noexcept;
 extern "C" CUDA_EMU_API void* cuda_emu_memmove(void* d, const void* s, size_t n) noexcept;
 extern "C" CUDA_EMU_API void* cuda_emu_memset(void* d, int v, size_t n) noexcept;
+extern "C" CUDA_EMU_API long cuda_emu_clock(void) noexcept;  // the kernel file's clock(): device_clock's
 #endif
 // Atomics must not be seen by the race detector as plain reads and writes.
 #define CUDA_EMU_ATOMIC static inline __attribute__((no_sanitize_thread, noinline, unused))
@@ -114,7 +119,13 @@ CUDA_EMU_API void launch_bounds(int line, long long max_threads, long long = 0, 
 // The stream contract (cuda_emu_expect_stream, runtime.cpp): false when `s` is not the stream the launcher was
 // given (the call is then reported, with `line`, and not run). what: "launches kernel NAME" or the call's name.
 CUDA_EMU_API bool stream_ok(const void* s, const char* what, const char* kernel, int line);
-CUDA_EMU_API long long host_clock_ns();  // CLOCK_MONOTONIC, for events
+// Virtual clocks (runtime.cpp): nothing a kernel file reads tells it how long the emulation took, so that no
+// kernel or launcher can time the grader's counting (a recorded block, a counted run) and behave differently there.
+// device_clock: clock64() and clock(); in a kernel thread, a counter of its own that starts afresh with each block
+// and advances by a fixed step per read. host_clock_ns: what events record; it moves only by a modelled time per
+// launch (a fixed cost and one per thread) and 1 ns per read.
+CUDA_EMU_API long long device_clock();
+CUDA_EMU_API long long host_clock_ns();
 // Atomics tell the output race detector (globals.cpp) what they touch: an atomic against a plain
 // load or store of the same word by an unordered thread is a race; two atomics are not.
 // op: 1 add/sub, 2 exch, 3 min, 4 max, 5 or, 6 and, 7 xor; 0 cas/inc/dec (locks, queues: never a conflict), and an
@@ -332,11 +343,8 @@ template <class T> static inline void __stwb(T* p, std::type_identity_t<T> v) { 
 template <class T> static inline void __stcg(T* p, std::type_identity_t<T> v) { *p = v; }
 template <class T> static inline void __stcs(T* p, std::type_identity_t<T> v) { *p = v; }
 template <class T> static inline void __stwt(T* p, std::type_identity_t<T> v) { *p = v; }
-#if defined(__x86_64__)
-static inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
-#else
-static inline long long clock64() { return (long long)std::clock(); }
-#endif
+// The thread's virtual clock (device_clock above): a fixed step per read, whatever ran in between.
+static inline long long clock64() { return ::cuda_emu::device_clock(); }
 
 // ---- atomics: a fiber never switches inside one, so plain RMW is atomic -----------
 // CUDA_EMU_AT: the output race detector sees the atomic (the return address names the caller's line).
@@ -543,9 +551,10 @@ static inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
     p->unifiedAddressing = a(cudaDevAttrUnifiedAddressing);
     return cudaSuccess;
 }
-// Events. Kernels run to the end when launched here, so every event is complete when recorded, and holds the host
-// clock of its record: an elapsed time is the host time between the two (a launcher may time itself; the grader
-// times on a GPU). At least a GPU event's resolution (about 0.5 us), never 0.
+// Events. Kernels run to the end when launched here, so every event is complete when recorded, and holds the
+// virtual host clock of its record (host_clock_ns): an elapsed time is the modelled time of the launches between the
+// two, never how long they took here (a launcher may time itself; the grader times on a GPU). At least a GPU event's
+// resolution (about 0.5 us), never 0.
 struct CUevent_st { int recorded; long long ns; };
 typedef CUevent_st* cudaEvent_t;
 enum : unsigned { cudaEventDefault = 0, cudaEventBlockingSync = 1, cudaEventDisableTiming = 2, cudaEventInterprocess = 4 };
