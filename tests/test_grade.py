@@ -970,7 +970,12 @@ def test_a_message_not_from_the_worker_is_tampering(monkeypatch, tmp_path):
         "import sys\nfrom grader import protocol\nprotocol.send(int(sys.argv[-1]), {'timing': {}, 'device': {}})\n"
     )
     wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {forger} "$@"\n')
+    # only the worker (or the template it is forked from) is the forger: the build's own bounded children
+    # (the CPU rewrite) run the real interpreter, so a cold cache does not fail the build first
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$*" in *grader.run.worker*|*grader.run.forkserver*) exec {sys.executable} {forger} "$@";; esac\n'
+        f'exec {sys.executable} "$@"\n'
+    )
     wrapper.chmod(0o755)
     monkeypatch.setattr(sandbox.sys, "executable", str(wrapper))
     r = grade.grade("naive", SUBS / "good_naive.cu", backend=BACKEND, time_it=False)
