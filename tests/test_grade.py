@@ -618,9 +618,10 @@ GPU_UNDEFINED |= {"gemm_relu_scratch_two_pass.cu", "r1d_a_from_global.cu"}
 CPU_EXPECT |= {
     "profile_sampled_blocks_clock64.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
     "profile_detect_by_timing.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
+    "profile_detect_by_heap.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
 }
-SUB_EXERCISE |= {"profile_sampled_blocks_clock64.cu": "tiled", "profile_detect_by_timing.cu": "tiled"}
-GPU_UNDEFINED |= {"profile_sampled_blocks_clock64.cu", "profile_detect_by_timing.cu"}
+SUB_EXERCISE |= {n: "tiled" for n in ("profile_sampled_blocks_clock64.cu", "profile_detect_by_timing.cu", "profile_detect_by_heap.cu")}
+GPU_UNDEFINED |= {"profile_sampled_blocks_clock64.cu", "profile_detect_by_timing.cu", "profile_detect_by_heap.cu"}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension|uses the right dimension",
     "unwritten_tail.cu": r"never written",

@@ -17,7 +17,6 @@ GAPS = Path(__file__).resolve().parent / "known_gaps"
 CASES: dict[str, tuple[str, bool, str]] = {
     "size_band_tiled.cu": ("tiled", False, "a path chosen by size above every shape the CPU backend can afford to run"),
     "row_cache_1152.cu": ("naive", False, "a fixed capacity past the CPU backend's longest K (1100)"),
-    "profile_detect_by_heap.cu": ("tiled", False, "a recorded block's counters move the heap that malloc shares"),
 }
 
 

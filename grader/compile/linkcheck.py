@@ -209,6 +209,11 @@ def _symbols(text: str) -> tuple[list[str], list[str]]:
     return undefined, defined
 
 
+def undefined(obj: Path) -> list[str]:
+    """The symbols the object `obj` leaves undefined (what it calls elsewhere)."""
+    return _symbols(_dump(obj, "-t"))[0]
+
+
 def emulation_api(headers) -> frozenset[str]:
     """The names the CPU backend's headers declare for kernels (their CUDA_EMU_API declarations:
     block_sync, warp_sync, threadIdx...); the runtime's internals (runtime_internal.h: which blocks the

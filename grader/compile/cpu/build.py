@@ -217,7 +217,7 @@ def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
     cache = cache / f"{toolchain_id()}-{mode}"
     cache.mkdir(parents=True, exist_ok=True)
     flags = _COMMON + (["-DCUDA_EMU_UCONTEXT", "-DCUDA_EMU_ASAN"] if sanitize else [])
-    sources = [HERE / "runtime.cpp", HERE / "checks.cpp", HERE / "profile.cpp", HERE / "globals.cpp"]
+    sources = [HERE / "runtime.cpp", HERE / "checks.cpp", HERE / "profile.cpp", HERE / "globals.cpp", HERE / "heap.cpp"]
     if _asm_switch() and not sanitize:
         sources.append(HERE / "switch_x86_64.S")
     objs, cmds = [], []
@@ -227,6 +227,34 @@ def _runtime_objects(sanitize: bool) -> tuple[list[Path], list[list[str]]]:
         if not obj.exists():  # compiled into the build's own dir, then moved into the cache
             cmds.append([GXX, *(flags if src.suffix == ".cpp" else []), "-c", str(src), "-o", obj.name])
     return objs, cmds
+
+
+# The kernel file's allocation functions, renamed in its object to the device heap's (heap.cpp: cuda_emu_heap_NAME):
+# device code allocates apart from glibc's heap, which the access profile's containers share.
+HEAP_SYMBOLS = frozenset(
+    "malloc calloc realloc free aligned_alloc memalign posix_memalign "
+    "_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t _ZnwmSt11align_val_t _ZnamSt11align_val_t "
+    "_ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t "
+    "_ZdlPv _ZdaPv _ZdlPvm _ZdaPvm _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t _ZdlPvSt11align_val_t "
+    "_ZdaPvSt11align_val_t _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t _ZdlPvSt11align_val_tRKSt9nothrow_t "
+    "_ZdaPvSt11align_val_tRKSt9nothrow_t".split()
+)
+_ALLOCATOR = re.compile(r"_Zn[wa][mj]\w*|_Zd[la]Pv\w*")  # any other form of operator new/delete
+
+
+def _to_device_heap(obj: Path, filename: str, timeout: float | None) -> None:
+    calls = set(linkcheck.undefined(obj))
+    other = sorted(n for n in calls if _ALLOCATOR.fullmatch(n) and n not in HEAP_SYMBOLS)
+    if other:
+        raise CompileError(f"{filename}: the CPU backend has no `{other[0]}` (a form of operator new or delete)")
+    tool = shutil.which("objcopy")
+    if not tool:
+        raise CannotGrade("objcopy (binutils) is needed to build for the CPU backend: install binutils.")
+    renames = [f"--redefine-sym={n}=cuda_emu_heap_{n}" for n in sorted(calls & HEAP_SYMBOLS)]
+    if renames:
+        rc, out = _run([[tool, *renames, obj.name]], obj.parent, timeout)[0]
+        if rc:
+            raise CannotGrade(f"objcopy could not rename {filename}'s allocation calls: {out.strip()[:300]}")
 
 
 def _run(cmds: list[list[str]], cwd: Path, timeout: float | None = None) -> list[tuple[int, str]]:
@@ -284,6 +312,8 @@ def compile_library(
             linkcheck.enforce(
                 tmp / "kernel_emu.o", "cpu", filename, runtime=linkcheck.runtime_symbols(runtime_objs, api)
             )
+        if not sanitize:  # (AddressSanitizer keeps its own heap, which checks every allocation)
+            _to_device_heap(tmp / "kernel_emu.o", filename, timeout)
         objs = ["kernel_emu.o", *map(str, runtime_objs)]
         tmp_out = tmp / "kernel.so"
         link = [GXX, "-shared", "-pthread", "-o", str(tmp_out), *objs, "-Wl,-z,defs"] + (

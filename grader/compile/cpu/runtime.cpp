@@ -95,6 +95,8 @@ static size_t dyn_smem_cap() {
 }
 alignas(64) unsigned char g_dyn_smem[227 * 1024];
 
+bool g_running = false;  // a launch's threads run (a static __shared__ registered now is its kernel's; heap.cpp)
+
 namespace {
 #ifdef CUDA_EMU_ASAN
 constexpr size_t kStack = 512 * 1024;  // ASan frames are much larger
@@ -119,7 +121,6 @@ int g_status = 0;               // for cudaGetLastError
 std::unordered_map<const void*, int> g_smem_limit;
 std::unordered_map<const void*, size_t> g_static_smem;  // kernel -> bytes of the static __shared__ arrays it reached
 std::unordered_map<const void*, std::unordered_set<const void*>> g_static_arrays;  // kernel -> those arrays
-bool g_running = false;          // a launch's threads run (a static __shared__ registered now is its kernel's)
 const void* g_expected_stream = nullptr;  // cuda_emu_expect_stream's
 bool g_expecting = false;
 constexpr size_t kStaticSmemLimit = 48 * 1024;  // static __shared__ per block: ptxas refuses more

@@ -38,6 +38,7 @@ extern CUDA_EMU_API LaunchInfo g_launch;
 extern CUDA_EMU_API int g_linear;           // linear id of the running CUDA thread
 extern CUDA_EMU_API bool g_abort;           // an error happened: skip the rest of the launch
 extern CUDA_EMU_API int g_flags;            // cuda_emu_configure flags
+extern CUDA_EMU_API bool g_running;         // a launch's threads run (device code)
 // Race detector clocks: every barrier release bumps g_clock. g_warp_sync[w]: the last sync of
 // every lane of warp w; g_lane_sync[w][a][b]: the last sync with a partial mask holding lanes a and b.
 extern CUDA_EMU_API uint64_t g_clock, g_block_sync, g_warp_sync[32], g_lane_sync[32][32][32];

@@ -1,10 +1,12 @@
-// Known gap (tiled, helper h2 2026-12-06): the kernel tells the blocks the access profile records from the others
+// Red team (tiled, helper h2 2026-12-06; a known gap until 2026-12-07): the kernel tells the blocks the access profile records from the others
 // by the heap, not by time. Thread 0 of each block, after a barrier over a few shared loads, mallocs and frees
 // three sizes and compares the addresses with the previous block's (kept in __device__ words through atomicCAS,
 // which the global race detector does not count): a recorded block's counters grow their containers, so glibc's
 // free lists move and the addresses change; the first block and every block where they moved run the tiled
 // kernel, the others a naive one (2 global bytes per FLOP). The sample's loads then do not stand for the grid,
-// so the grader counts every block, all of which move the heap: all tiled, and it passes. Should fail.
+// so the grader counts every block, all of which move the heap: all tiled, and it passed. Now device code allocates
+// from a heap of its own (grader/compile/cpu/heap.cpp), whose addresses the profile cannot move: it fails on
+// bytes_per_flop.
 #include <cuda_runtime.h>
 #include <cstdlib>
 constexpr int T = 32;
