@@ -102,3 +102,19 @@ def test_host_code_allocates_as_before(lib):
     lib.dll.host_side.restype = ctypes.c_int
     assert lib.dll.host_side(1000) == 3 + 4 + 5
     assert lib.error() is None
+
+
+def test_a_form_of_new_the_device_heap_does_not_model_is_refused():
+    """One declared here and defined elsewhere (glibc's heap, say): it would go around the device heap."""
+    from grader.compile import toolchain
+    from grader.errors import CompileError
+
+    source = (
+        "#include <cuda_runtime.h>\n#include <cstddef>\n"
+        "void* operator new(std::size_t, int);\n"
+        "__global__ void k(float* C) { C[threadIdx.x] = *(float*)new (3) float(1.0f); }\n"
+        'extern "C" void gemm(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {\n'
+        "    k<<<1, 1, 0, stream>>>(C);\n}\n"
+    )
+    with pytest.raises(CompileError, match=r"mine\.cu: the CPU backend has no `_Znwmi`"):
+        toolchain.build(source, backend="cpu", exercise="naive", filename="mine.cu")
