@@ -620,7 +620,10 @@ CPU_EXPECT |= {
     "profile_detect_by_timing.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
     "profile_detect_by_heap.cu": (True, True, False, r"access profile at(.|\n)*bytes_per_flop = "),
 }
-SUB_EXERCISE |= {n: "tiled" for n in ("profile_sampled_blocks_clock64.cu", "profile_detect_by_timing.cu", "profile_detect_by_heap.cu")}
+SUB_EXERCISE |= {
+    n: "tiled"
+    for n in ("profile_sampled_blocks_clock64.cu", "profile_detect_by_timing.cu", "profile_detect_by_heap.cu")
+}
 GPU_UNDEFINED |= {"profile_sampled_blocks_clock64.cu", "profile_detect_by_timing.cu", "profile_detect_by_heap.cu"}
 HINTS = {  # file -> regex on the hint (either backend)
     "wrong_index.cu": r"wrong dimension|uses the right dimension",
