@@ -1,5 +1,5 @@
-// Red team (tiled, helper h2 2026-12-06; a known gap until 2026-12-07): the kernel tells the blocks the access profile records from the others
-// by the heap, not by time. Thread 0 of each block, after a barrier over a few shared loads, mallocs and frees
+// Known bad (tiled; red team h2, 2026-12-06, a known gap until 2026-12-07): the kernel tells the blocks the access
+// profile records from the others by the heap, not by time. Thread 0 of each block, after a barrier over a few shared loads, mallocs and frees
 // three sizes and compares the addresses with the previous block's (kept in __device__ words through atomicCAS,
 // which the global race detector does not count): a recorded block's counters grow their containers, so glibc's
 // free lists move and the addresses change; the first block and every block where they moved run the tiled
