@@ -132,10 +132,16 @@ case "${1:-}" in
         # solution notebook executed under nbval (outputs that vary are ignored: --nbval-lax).
         # Both stages run whatever the first gives; the exit status is the first failure's.
         status=0
+        # TEST_JOBS processes (pytest-xdist, default 2; 1: none), each given whole files, so that a file's
+        # fixtures (test_grade.py grades every suite file once) run once
+        par=()
+        if [ "${TEST_JOBS:-2}" != 1 ] && python -c "import xdist" 2>/dev/null; then
+            par=(-n "${TEST_JOBS:-2}" --dist loadfile)
+        fi
         # --durations: the slowest tests, so that a maintainer sees where the time goes (keep it under 20 min)
-        python -m pytest -q -ra --durations=15 tests || status=$?
+        python -m pytest -q -ra "${par[@]}" --durations=15 tests || status=$?
         if compgen -G "solutions/*.ipynb" >/dev/null; then
-            python -m pytest -q -ra --nbval-lax solutions/ || { rc=$?; [ "$status" != 0 ] || status=$rc; }
+            python -m pytest -q -ra "${par[@]}" --nbval-lax solutions/ || { rc=$?; [ "$status" != 0 ] || status=$rc; }
         fi
         [ "$status" = 0 ] || echo "course.sh test: failed (exit $status): see the summaries above" >&2
         exit "$status"
