@@ -132,7 +132,7 @@ def test_test_runs_the_notebooks_even_when_unit_tests_fail_and_exits_nonzero(stu
     repo = stub_repo  # the first run installs (pip stubbed out), the next ones find the install unchanged
     (repo / "tests" / "test_unit.py").write_text(f"def test_unit():\n    assert {unit_ok}\n")
     (repo / "solutions" / "01.ipynb").write_text(NOTEBOOK % f"assert {notebook_ok}")
-    r = _course(repo, "test")
+    r = _course(repo, "test", TEST_JOBS="1")  # (two processes would cost their start-up: nothing to share here)
     out = r.stdout + r.stderr
     # one summary line per stage: the unit tests', then the notebooks'
     summaries = re.findall(r"^=* ?(\d+ (?:passed|failed))\b.* in [\d.]+s", out, re.M)
