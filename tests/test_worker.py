@@ -38,6 +38,26 @@ def test_input_guards_differ_from_output_poison():
     assert worker._damage("C", mem, out) is not None
 
 
+def test_a_shape_past_the_launch_limits_runs_once_in_order(monkeypatch):
+    """The shapes past gridDim.y's limit, a 2^18-float array and 1024 threads (grader.spec.shapes.past_limits) test
+    the launch and the indexing: they run in order only, with the race detector on. A shuffled second run of the
+    tall one (M ~ 70000: two million CUDA threads) cost 0.75 s of a 3.9 s CPU grade of kernels/02_tiled.cu, and
+    finds what the in-order run and the small shapes' shuffled runs find."""
+    runs = []
+    monkeypatch.setattr(worker, "run_case", lambda mem, shape, inputs, digests: runs.append(tuple(shape)) or {})
+
+    class Mem:
+        backend = "cpu"
+
+        def configure_cpu(self, schedule_seed=0):
+            pass
+
+    shapes = [(64, 64, 64), (68855, 5, 3), (1229, 3, 251), (3, 3007, 5), (19, 15, 1079)]
+    cases = [({"case": i, "shape": list(s)}, {}) for i, s in enumerate(shapes)]
+    assert worker._serve_cases({"schedules": [0, 12345]}, cases, Mem(), None, lambda meta, arrays=None: None) == 0
+    assert runs == [shapes[0], shapes[0], shapes[1], shapes[2], shapes[3], shapes[4], shapes[4]], runs
+
+
 def test_every_case_of_a_counted_grade_records_its_first_run_alike(monkeypatch):
     """No case can be told from the counted ones by what its run costs: in a grade that counts cases 1 and 3, the
     first run of every case records the same sample (seed, budget) and ends it; only cases 1 and 3 send what they

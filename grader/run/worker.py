@@ -629,7 +629,7 @@ def _serve_cases(req: dict, cases: list, mem: Remote, base, send) -> int:
             if not _run_step(mem, inputs, send):
                 return 0
             continue
-        for seed in counters.schedules(req, meta["case"]):
+        for seed in counters.schedules(req, meta["case"], meta["shape"]):
             mem.configure_cpu(schedule_seed=seed)
             digests: dict[str, str] = {}
             # the first run of every case of a counted grade records (the same cost in each); the profiled cases are judged
