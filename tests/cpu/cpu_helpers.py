@@ -28,6 +28,9 @@ class Lib:
         self.dll = ctypes.CDLL(str(path))
         self.dll.cuda_emu_take_error.restype = ctypes.c_char_p
         self.dll.cuda_emu_configure.argtypes = [ctypes.c_uint, ctypes.c_int]
+        self.dll.cuda_emu_profile_configure.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
+        self.dll.cuda_emu_profile_blocks.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
+        self.dll.cuda_emu_profile_take.restype = ctypes.c_char_p
 
     def __call__(self, fn: str, *args):
         conv = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else ctypes.c_int(a) for a in args]
@@ -81,3 +84,20 @@ def capture_stdout(fn) -> str:
         os.close(saved)
     with os.fdopen(r) as f:
         return f.read()
+
+
+def record(lib: Lib, blocks) -> None:
+    """The access profile records the next launches: "all" blocks, or the listed (bx, by)."""
+    if blocks == "all":
+        lib.dll.cuda_emu_profile_configure(2, 1, 8, 0)
+        return
+    flat = [v for b in blocks for v in (*b, 0)]
+    lib.dll.cuda_emu_profile_blocks(len(blocks), (ctypes.c_uint * len(flat))(*flat))
+    lib.dll.cuda_emu_profile_configure(3, 1, 8, 0)
+
+
+def stop_recording(lib: Lib) -> str:
+    """What the profile recorded (its text), and recording off."""
+    text = lib.dll.cuda_emu_profile_take().decode()
+    lib.dll.cuda_emu_profile_configure(0, 1, 8, 0)
+    return text

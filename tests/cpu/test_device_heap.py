@@ -9,7 +9,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from cpu_helpers import Lib, build
+from cpu_helpers import Lib, build, record, stop_recording
 
 SRC = r"""
 #include <cuda_runtime.h>
@@ -59,23 +59,15 @@ extern "C" int host_side(int n) {
 
 @pytest.fixture(scope="module")
 def lib():
-    lib = Lib(build(SRC, "device_heap"))
-    d = lib.dll
-    d.cuda_emu_profile_configure.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
-    d.cuda_emu_profile_blocks.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
-    d.cuda_emu_profile_take.restype = ctypes.c_char_p
-    return lib
+    return Lib(build(SRC, "device_heap"))
 
 
 def _recorded(lib, blocks, out):
-    flat = [v for b in blocks for v in (*b, 0)]
-    lib.dll.cuda_emu_profile_blocks(len(blocks), (ctypes.c_uint * len(flat))(*flat))
-    lib.dll.cuda_emu_profile_configure(3, 1, 8, 0)
+    record(lib, blocks)
     try:
         return lib("blocks", out)
     finally:
-        text = lib.dll.cuda_emu_profile_take().decode()
-        lib.dll.cuda_emu_profile_configure(0, 1, 8, 0)
+        text = stop_recording(lib)
         assert "\t2\t" in next(line for line in text.splitlines() if line.startswith("L"))  # 2 blocks recorded
 
 

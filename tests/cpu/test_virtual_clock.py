@@ -12,7 +12,7 @@ import platform
 import numpy as np
 import pytest
 
-from cpu_helpers import Lib, build
+from cpu_helpers import Lib, build, record, stop_recording
 
 from grader.compile import toolchain
 from grader.errors import Forbidden
@@ -73,28 +73,7 @@ extern "C" void host_timing(float* ms, int n) {
 
 @pytest.fixture(scope="module")
 def lib():
-    lib = Lib(build(SRC, "virtual_clock"))
-    d = lib.dll
-    d.cuda_emu_profile_configure.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
-    d.cuda_emu_profile_blocks.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
-    d.cuda_emu_profile_take.restype = ctypes.c_char_p
-    return lib
-
-
-def _record(lib, blocks):
-    """Record the next launches' accesses: "all" blocks, or the listed (bx, by)."""
-    if blocks == "all":
-        lib.dll.cuda_emu_profile_configure(2, 1, 8, 0)
-        return
-    flat = [v for b in blocks for v in (*b, 0)]
-    lib.dll.cuda_emu_profile_blocks(len(blocks), (ctypes.c_uint * len(flat))(*flat))
-    lib.dll.cuda_emu_profile_configure(3, 1, 8, 0)
-
-
-def _stop(lib) -> str:
-    text = lib.dll.cuda_emu_profile_take().decode()
-    lib.dll.cuda_emu_profile_configure(0, 1, 8, 0)
-    return text
+    return Lib(build(SRC, "virtual_clock"))
 
 
 def test_clock64_reads_the_same_in_a_recorded_block_as_in_any_other(lib):
@@ -103,11 +82,11 @@ def test_clock64_reads_the_same_in_a_recorded_block_as_in_any_other(lib):
     plain = np.zeros((16, 4), np.int64)
     assert lib("blocks", plain) is None
     counted = np.zeros((16, 4), np.int64)
-    _record(lib, [(1, 1), (2, 2)])
+    record(lib, [(1, 1), (2, 2)])
     try:
         assert lib("blocks", counted) is None
     finally:
-        text = _stop(lib)
+        text = stop_recording(lib)
     assert "\t2\t" in next(line for line in text.splitlines() if line.startswith("L"))  # 2 blocks recorded
     for out in (plain, counted):
         assert (out[:, 3] == 1).all() and (out[:, 2] == 1).all(), out
@@ -122,13 +101,13 @@ def test_events_around_a_launch_do_not_show_recording(lib):
     seen = []
     for blocks in (None, "all", None, "all"):
         if blocks:
-            _record(lib, blocks)
+            record(lib, blocks)
         try:
             lib.dll.host_timing(ms, 512)
             assert lib.error() is None
         finally:
             if blocks:
-                _stop(lib)
+                stop_recording(lib)
         seen.append(ms[0])
     assert len(set(seen)) == 1 and seen[0] > 0, seen
     lib.dll.host_timing(ms, 0)  # a modelled time: the same however long the kernel ran here
@@ -157,16 +136,14 @@ def test_clock_is_a_virtual_clock_too():
     reads the thread's virtual clock; in host code, the host's, in microseconds (+-1 as it rounds)."""
     lib = Lib(build(CLOCK_SRC, "virtual_clock_clock"))
     lib.dll.host_clock.restype = ctypes.c_long
-    lib.dll.cuda_emu_profile_configure.argtypes = [ctypes.c_int, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_int]
-    lib.dll.cuda_emu_profile_take.restype = ctypes.c_char_p
     out = np.zeros(32, np.int64)
     ticks = [lib.dll.host_clock(ctypes.c_void_p(out.ctypes.data))]
     assert lib.error() is None and len(set(out)) == 1 and out[0] > 0, out
-    _record(lib, "all")
+    record(lib, "all")
     try:
         ticks.append(lib.dll.host_clock(ctypes.c_void_p(out.ctypes.data)))
     finally:
-        _stop(lib)
+        stop_recording(lib)
     assert len(set(out)) == 1 and out[0] > 0, out
     assert abs(ticks[0] - ticks[1]) <= 1, ticks
 
