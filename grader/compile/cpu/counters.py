@@ -198,14 +198,14 @@ def _counted(spec: dict | None, case: int) -> bool:
     return bool(spec) and case in spec.get("cases", ())
 
 
-def schedules(req: dict, case: int, shape=()) -> list[int]:
+def schedules(req: dict, case: int, shape) -> list[int]:
     """Worker side: the thread schedules a case runs under. A profiled case runs once, in order,
     with the race detector on (a second, shuffled run of a big shape would double its cost; the
     other cases' shuffled runs look for races), and so does a shape past the launch limits
     (grader.spec.shapes.past_limits: it tests the launch and the indexing; a shuffled run of the tall
     one, two million threads, was a fifth of a CPU grade)."""
     all_ = req.get("schedules", [0])
-    once = _counted(req.get("profile"), case) or (len(shape) > 1 and shapes.past_limits(tuple(shape)))
+    once = _counted(req.get("profile"), case) or shapes.past_limits(tuple(shape))
     return all_[:1] if once else all_
 
 
