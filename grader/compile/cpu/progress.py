@@ -55,15 +55,22 @@ def timeout_message(p: Progress, dims: str, runs_done: int) -> str:
         f"({runs_done} test run{'s' if runs_done != 1 else ''} had finished): kernel {p.kernel} had started "
         f"block {p.block} of {p.blocks} of its launch after {p.seconds:.0f} s"
     )
+    too_slow = (
+        " The CPU backend runs every GPU thread one after another, so a correct kernel can be too slow for it: "
+        "grade on a GPU, or allow more time (--timeout)."
+    )
     if p.state == "advancing":
-        return (
-            head + ", and was still advancing. The CPU backend runs every GPU thread one after another, "
-            "so a correct kernel can be too slow for it: grade on a GPU, or allow more time (--timeout)."
-        )
+        return head + ", and was still advancing." + too_slow
     if p.state == "stuck":
         return (
             head + f", and that block had run for {p.block_cpu:.0f} s of CPU time: a loop that never ends, or a "
             "thread that waits for another block (blocks never run at the same time here)? Or one block is "
             "that slow on the CPU backend."
+        )
+    if runs_done:  # in its first block: too soon to tell, but the same kernel finished other runs
+        return (
+            head
+            + ", its first: too soon to tell, but the earlier runs finished, so it is more likely slow than stuck."
+            + too_slow
         )
     return head + "."
