@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: tune 05, run the full bench, count bank conflicts with ncu.
 # Usage (on the GPU machine, repo root): bash benchmarks/gpu_h200.sh [tune|bench|ncu|fused|batch|flushcmp|test|
-#   gputests|suites|tests|nbexec|nbval|training|relugap|latency|calibrate|tune4|tune5|breakdown|ncuepi|gap5]...
+#   gputests|gputests2|suites|tests|nbexec|nbval|training|relugap|latency|calibrate|tune4|tune5|breakdown|ncuepi|gap5]...
 # Carried with the tree (both ignored by git): .whl/ (../shared/gpu/jupyter-wheels.sh: Jupyter, nbval) and
 # .gpu-carry/bubblewrap_*.deb (`apt-get download bubblewrap`): the machine has neither and installs nothing.
 set -o pipefail
@@ -38,8 +38,15 @@ for s in $steps; do
            for f in $(cat $OUT/pick.txt); do n=${f#-D}; sed -i "s/^#define ${n%%=*} .*/#define ${n%%=*} ${n#*=}/" kernels/05_warptile_pipelined.cu kernels/07_gemm_relu.cu; done
            grep -h "^#define \(BIG_\|FRAG\|GROUP\)" kernels/05_warptile_pipelined.cu | tee $OUT/defaults.txt ;;
     test)  timeout 200 python3 -m pytest -q -x tests/test_kernels.py -m gpu -p no:cacheprovider 2>&1 | tail -5 | tee $OUT/test.log ;;
-    gputests)  # every test marked gpu, then the known-good/known-bad suites, which grade on cuda here
+    gputests)  # every test marked gpu (229 s on the H100 in one process)
            timeout ${GPU_TESTS_TIMEOUT:-300} python3 -m pytest -q -ra -m gpu tests/ -p no:cacheprovider 2>&1 | tee $OUT/gputests.log | tail -15 ;;
+    gputests2)  # the same tests in two processes, for a short device budget: the files that time kernels in
+                # one, those that build and check in the other (own caches: no shared build in flight)
+           timed="tests/test_grade_gpu.py tests/test_gpu.py tests/test_calibration.py tests/test_machine.py tests/test_fresh_rounds.py tests/test_fusion.py"
+           others=$(python3 -m pytest -q -m gpu tests/ --collect-only -p no:cacheprovider 2>/dev/null | grep :: | cut -d: -f1 | sort -u | grep -vxF -f <(tr ' ' '\n' <<<"$timed"))
+           (GRADER_CACHE=/tmp/gcache2 timeout ${GPU_TESTS_TIMEOUT:-300} python3 -m pytest -q -ra -m gpu $others -p no:cacheprovider --durations=0 > $OUT/gputests_built.log 2>&1; echo "rc=$?" >> $OUT/gputests_built.log) &
+           timeout ${GPU_TESTS_TIMEOUT:-300} python3 -m pytest -q -ra -m gpu $timed -p no:cacheprovider --durations=0 > $OUT/gputests_timed.log 2>&1; echo "rc=$?" >> $OUT/gputests_timed.log; wait
+           for f in $OUT/gputests_timed.log $OUT/gputests_built.log; do echo "== $f"; grep -E "passed|failed|FAILED|ERROR|rc=" $f | tail -8; done ;;
     suites) timeout ${SUITES_TIMEOUT:-300} python3 -m pytest -q -ra tests/test_grade.py tests/test_batch.py tests/test_fresh_rounds.py \
              tests/test_sandbox.py tests/test_sandbox_signals.py -p no:cacheprovider 2>&1 | tee $OUT/suites.log | tail -15 ;;
     tests) # the test files in $TESTS (a re-run of what changed), then each "EXERCISE FILE" of $CHECKS graded here
