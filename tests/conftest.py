@@ -32,9 +32,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """Builds go to a cache of the test session's own (the user's cache stays untouched)."""
+    """Builds go to a cache of the test run's own (the user's cache stays untouched). The processes of one
+    run (pytest-xdist) share it: a kernel, the CPU runtime and the runner are built once, not once per
+    process (builds publish with an atomic rename: grader.compile.toolchain)."""
     if not os.environ.get("GRADER_TEST_KEEP_CACHE"):
-        os.environ["GRADER_CACHE"] = str(tmp_path_factory.mktemp("grader-cache"))
+        base = tmp_path_factory.getbasetemp()
+        run_dir = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: .../pytest-N/popen-gwK
+        cache = run_dir / "grader-cache"
+        cache.mkdir(exist_ok=True)
+        os.environ["GRADER_CACHE"] = str(cache)
     yield
 
 
