@@ -650,7 +650,7 @@ static char* SNAPSHOT = nullptr;
 static size_t SNAPSHOT_BYTES = 0;
 
 // Before the gate closes (cudaFree synchronises the device: behind a closed gate it would wait).
-static void staging_reserve(size_t total) {
+static void snapshot_reserve(size_t total) {
     if (total <= SNAPSHOT_BYTES) return;
     cudaFree(SNAPSHOT);
     SNAPSHOT_BYTES = 0;
@@ -1166,7 +1166,7 @@ static Reply handle(Message& m) {
                 outputs.emplace_back(buffer(c.bufs[k]).inner(), 4 * buffer(c.bufs[k]).n);
                 total += outputs.back().second;
             }
-        staging_reserve(total);
+        snapshot_reserve(total);
         bool gated = gate_close();
         invoke(c, device);
         std::string elsewhere;
