@@ -16,7 +16,8 @@ import os
 import re
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import pytest
@@ -723,7 +724,25 @@ def verdicts():
     # SUITE_JOBS=4: more verdicts at a time (their builds and CPU profiles overlap; a GPU's timed runs
     # still take turns through the lock)
     with ThreadPoolExecutor(max_workers=int(os.environ.get("SUITE_JOBS", "2"))) as pool:
-        return _Verdicts(zip(order, pool.map(_grade, [jobs[k] for k in order])))
+        futures = {pool.submit(_grade, jobs[k]): k for k in order}
+        return _Verdicts(_logged(futures, os.environ.get("SUITE_PROGRESS")))
+
+
+def _logged(futures, log_path):
+    """(key, verdict) as each finishes; SUITE_PROGRESS=FILE also appends one line per verdict there, so a run
+    cut off by a time-out (a GPU call's limit) still shows which verdicts it reached and how long each took."""
+    t0 = time.monotonic()
+    for future in as_completed(futures):
+        r = future.result()
+        if log_path:
+            with open(log_path, "a") as log:
+                first = (r.message or "").splitlines()[:1]
+                print(
+                    f"{time.monotonic() - t0:7.1f} s {futures[future]}: compiled={r.compiled} correct={r.correct}"
+                    f" passed={r.passed} {first[0][:100] if first else ''}",
+                    file=log,
+                )
+        yield futures[future], r
 
 
 class _Verdicts(dict):
