@@ -1,9 +1,10 @@
 """Where a GPU verdict's worker spends its time: one grader.check, its worker run in this process.
 
     python benchmarks/worker_breakdown.py register_blocked      # one exercise per process (a cold start)
+    python benchmarks/worker_breakdown.py tiled cpu             # the CPU backend's worker instead
 
-grade.grade is called as usual, except that the GPU worker runs here (its warm-up while nvcc
-runs, then grader.run.worker.serve under cProfile) instead of in a sandboxed child; the CPU-backend
+grade.grade is called as usual, except that the GPU worker runs here (grader.run.worker.serve under cProfile, in a thread: its
+warm-up and the native runner's start while nvcc runs) instead of in a sandboxed child; the CPU-backend
 profile beside it runs as usual. Prints when each result arrived (seconds from the worker's start: the first case includes
 the CUDA context), the steps' times, and the functions with the most cumulative time. For
 issue #13.10 (benchmarks/verdict_latency.py measures the whole verdict)."""
@@ -24,53 +25,56 @@ from grader.run import protocol, sandbox, worker  # noqa: E402
 
 
 class InProcess:
-    """Stands in for sandbox.Worker: warm_up when started (during the build, as the real one), and
-    grader.run.worker.serve here, under cProfile, when run."""
+    """Stands in for sandbox.Worker: grader.run.worker.serve runs in a thread of this process, under cProfile,
+    from the start; it gets the warm-up message at once (the native runner starts during the build, as in the real
+    child) and the request, its files and the cases when run."""
 
     def __init__(self, warm: dict | None):
-        t0 = time.monotonic()
+        self.t0 = time.monotonic()
+        stdin_r, self.stdin_w = os.pipe()
+        self.r_fd, w_fd = os.pipe()
+        self.prof = cProfile.Profile()
+        self.returncode = None
+
+        def serve():
+            self.returncode = self.prof.runcall(worker.serve, w_fd, stdin_r)
+            os.close(w_fd)
+
+        self.serving = threading.Thread(target=serve)
+        self.serving.start()
         if warm:
-            worker.warm_up(warm)
-        print(f"warm-up (during the build): {time.monotonic() - t0:.3f} s")
+            protocol.send(self.stdin_w, *sandbox.warm_message(warm))
 
     def close(self) -> None:
-        pass
+        os.close(self.stdin_w)
+        self.serving.join()
 
     def run(self, request, cases, timeout=sandbox.RUN_TIMEOUT_S, lock_wait=0.0):
-        import torch
-
         result = sandbox.ChildRun()
-        stdin_r, stdin_w = os.pipe()
-        r_fd, w_fd = os.pipe()
+        request = request | {"token": "t"}
+        blobs = sandbox.file_blobs(sandbox.with_files(request))
         t0 = time.monotonic()
+        print(f"run() at {t0 - self.t0:.3f} s after the worker's start (the build ran meanwhile)")
 
         def feed():
-            protocol.send(stdin_w, request | {"token": "t"})
-            for meta, arrays in cases:
-                protocol.send(stdin_w, meta, arrays)
-            os.close(stdin_w)
+            for meta, arrays in [(request, None), *blobs, *cases]:
+                protocol.send(self.stdin_w, meta, arrays)
+            os.close(self.stdin_w)
 
-        def drain():
-            while (m := protocol.recv(r_fd)) is not None:
-                m[0].pop("token", None)
-                result.messages.append(m)
-                result.arrivals.append(time.monotonic() - t0)
-
-        threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
-        for t in threads:
-            t.start()
-        print(f"CUDA initialised in this process before the run: {torch.cuda.is_initialized()}")
-        prof = cProfile.Profile()
-        prof.enable()
-        result.returncode = worker.serve(w_fd, stdin_r)
-        prof.disable()
-        os.close(w_fd)
-        threads[1].join()
+        feeding = threading.Thread(target=feed)
+        feeding.start()
+        while (m := protocol.recv(self.r_fd)) is not None:
+            m[0].pop("token", None)
+            result.messages.append(m)
+            result.arrivals.append(time.monotonic() - t0)
+        self.serving.join()
+        feeding.join()
+        result.returncode = self.returncode
         kinds = [
             "timing" if "timing" in m else f"case {m.get('case')}" if "case" in m else next(iter(m), "?")
             for m, _ in result.messages
         ]
-        print(f"worker {time.monotonic() - t0:.3f} s, {len(kinds)} messages")
+        print(f"worker {time.monotonic() - t0:.3f} s from the request, {len(kinds)} messages")
         print("  arrivals: " + ", ".join(f"{k} {a:.3f}" for k, a in zip(kinds, result.arrivals)))
         timing = next((m for m, _ in result.messages if "timing" in m), None)
         if timing:
@@ -79,28 +83,31 @@ class InProcess:
                 + ", ".join(f"{k} {v['median_ms']:.3f} ms x{v['runs']}" for k, v in timing["timing"].items())
             )
         s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(35)
+        pstats.Stats(self.prof, stream=s).sort_stats("cumulative").print_stats(35)
         print("\n".join(s.getvalue().splitlines()[:60]))
         return result
 
 
-def main(exercise: str) -> int:
+def main(exercise: str, backend: str = "cuda") -> int:
     from grader.spec import exercises
 
     real = sandbox.start_worker
+    stood_in = []
 
     def start_worker(gpu=None, extra_env=None, gpu_lock=None, warm=None):
-        if warm is None or warm.get("backend") != "cuda":  # the CPU-backend profile beside: as usual
+        if stood_in or warm is None or warm.get("backend") != backend:  # the CPU-backend profile beside: as usual
             return real(gpu=gpu, extra_env=extra_env, gpu_lock=gpu_lock, warm=warm)
-        return InProcess(warm)
+        stood_in.append(InProcess(warm))
+        return stood_in[-1]
 
     sandbox.start_worker = start_worker
     source = exercises.get(exercise).reference_path.read_text() + f"\n// {time.time_ns()}\n"
     t0 = time.perf_counter()
-    r = grade.grade(exercise, source, backend="cuda")
+    r = grade.grade(exercise, source, backend=backend)
     print(f"{exercise}: {'PASSED' if r.passed else 'FAILED'} in {time.perf_counter() - t0:.2f} s; phases {r.phases}")
-    return 0
+    return 0 if stood_in else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "register_blocked"))
+    args = sys.argv[1:]
+    sys.exit(main(args[0] if args else "register_blocked", *args[1:2]))

@@ -24,3 +24,22 @@ def test_phases_account_for_the_verdicts_time():
 def test_a_compile_error_reports_the_phases_it_reached():
     res = grading.grade("naive", '#include <cuda_runtime.h>\nextern "C" void gemm(\n', backend="cpu")
     assert not res.compiled and "build" not in res.phases and "read_and_scan" in res.phases
+
+
+def test_the_worker_breakdown_runs_the_worker_in_process_with_the_runner():
+    """benchmarks/worker_breakdown.py stands in for the sandboxed worker: it must send what sandbox.Worker sends
+    (the native runner and the libraries as bytes), or the in-process worker fails on its request."""
+    import subprocess
+    import sys
+
+    root = KERNELS.parent
+    out = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "worker_breakdown.py"), "naive", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=root,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "naive: PASSED" in out.stdout, out.stdout[-2000:]
+    assert "worker.py" in out.stdout and "messages" in out.stdout  # the profile of serve() and its arrivals

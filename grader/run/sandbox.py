@@ -323,15 +323,45 @@ def start_worker(
         os.close(fd)
     worker = Worker(child, stdin_w, r_fd, log, scratch, f"/proc/self/fd/{layout[2]}" if gpu_lock else None)
     if warm:
-        arrays = None
-        if warm.get("runner"):  # the native runner, started at once: its CUDA context comes up meanwhile
-            arrays = {"runner": np.fromfile(warm["runner"], dtype=np.uint8)}
-            warm = warm | {"runner": True}
         try:
-            protocol.send(stdin_w, {"warm": warm}, arrays)  # the worker reads it first thing
+            protocol.send(stdin_w, *warm_message(warm))  # the worker reads it first thing
         except OSError:
             pass  # it died already: run() reports how
     return worker
+
+
+def warm_message(warm: dict) -> tuple[dict, dict | None]:
+    """The worker's first message: what to warm up, and the native runner's bytes if it is to start it at once
+    (its CUDA context comes up while the compiler runs)."""
+    if not warm.get("runner"):
+        return {"warm": warm}, None
+    return {"warm": warm | {"runner": True}}, {"runner": np.fromfile(warm["runner"], dtype=np.uint8)}
+
+
+def with_files(request: dict) -> list[tuple[tuple[str, ...], str]]:
+    """Name in `request` the native runner and every library the worker loads, which reach it as bytes after the
+    request (it has no view of the files): edits request, returns [(where in the request, path)]."""
+    if request.get("lib") and not request.get("runner"):  # the native program the submission runs in
+        from grader.run.runner.build import runner_binary
+
+        request["runner"] = str(runner_binary(request.get("backend", "cpu")))
+    # every library the worker loads, as (where in the request, path): sent as bytes after the request
+    files = [((k,), request[k]) for k in ("lib", "baseline_lib", "runner") if request.get(k)]
+    files += [
+        (("timing", k), request["timing"][k])
+        for k in ("lib", "baseline_lib")
+        if isinstance(request.get("timing"), dict) and request["timing"].get(k)
+    ]
+    for (*outer, key), path in files:
+        if not outer and key.endswith("lib"):  # the build key (the library's folder)
+            request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
+    request["files"] = [list(where) for where, _ in files]
+    return files
+
+
+def file_blobs(files: list[tuple[tuple[str, ...], str]]) -> list[tuple[dict, dict]]:
+    """The messages that carry with_files' files, in its order."""
+    return [({"file": list(where)}, {"bytes": np.fromfile(path, dtype=np.uint8)}) for where, path in files]
 
 
 class Worker:
@@ -358,26 +388,12 @@ class Worker:
         request = request | {"token": token}
         if isinstance(request.get("timing"), dict):
             request["timing"] = dict(request["timing"])
-        if request.get("lib") and not request.get("runner"):  # the native program the submission runs in
-            from grader.run.runner.build import runner_binary
-
-            request["runner"] = str(runner_binary(request.get("backend", "cpu")))
-        # every library the worker loads, as (where in the request, path): sent as bytes after the request
-        files = [((k,), request[k]) for k in ("lib", "baseline_lib", "runner") if request.get(k)]
-        files += [
-            (("timing", k), request["timing"][k])
-            for k in ("lib", "baseline_lib")
-            if isinstance(request.get("timing"), dict) and request["timing"].get(k)
-        ]
-        for (*outer, key), path in files:
-            if not outer and key.endswith("lib"):  # the build key (the library's folder)
-                request[key.replace("lib", "key")] = os.path.basename(os.path.dirname(path))
-        request["files"] = [list(where) for where, _ in files]
+        files = with_files(request)
         if self.lock_path:
             request["gpu_lock"] = self.lock_path
         lock_held = threading.Event() if self.lock_path else None
         try:
-            blobs = [({"file": list(where)}, {"bytes": np.fromfile(path, dtype=np.uint8)}) for where, path in files]
+            blobs = file_blobs(files)
         except BaseException:  # a library that cannot be read: the worker must not wait for it forever
             self._end()
             raise
