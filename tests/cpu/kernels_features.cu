@@ -273,3 +273,20 @@ __global__ void volatile_sum(const float* x, float* out) {
     if (tid == 0) { t[0] = s[0]; out[0] = t[0]; }
 }
 extern "C" void volatile_sum_launch(const float* x, float* out) { volatile_sum<<<1, 32>>>(x, out); }
+
+// Bit intrinsics: funnel shifts (mod 32 and clamped), bit reversal, and __fsub_rn's signed zero
+// (0 - (+0) = +0, so its sign bit says x > 0 for any x >= +-0; kernels/07b's mask relies on it).
+__global__ void bits(const unsigned* lo, const unsigned* hi, const unsigned* shift, unsigned* out, int n) {
+    int i = threadIdx.x;
+    if (i >= n) return;
+    out[0 * n + i] = __funnelshift_l(lo[i], hi[i], shift[i]);
+    out[1 * n + i] = __funnelshift_lc(lo[i], hi[i], shift[i]);
+    out[2 * n + i] = __funnelshift_r(lo[i], hi[i], shift[i]);
+    out[3 * n + i] = __funnelshift_rc(lo[i], hi[i], shift[i]);
+    out[4 * n + i] = __brev(lo[i]);
+    out[5 * n + i] = __float_as_uint(__fsub_rn(0.0f, fmaxf(__uint_as_float(hi[i]), 0.0f))) >> 31;
+}
+
+extern "C" void bits_test(const unsigned* lo, const unsigned* hi, const unsigned* shift, unsigned* out, int n) {
+    bits<<<1, n>>>(lo, hi, shift, out, n);
+}

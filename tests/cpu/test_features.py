@@ -169,3 +169,24 @@ def test_volatile_shared_warp_reduction(lib):
     out = np.zeros(1, np.float32)
     assert lib("volatile_sum_launch", x, out) is None
     np.testing.assert_allclose(out[0], x.sum(dtype=np.float64), rtol=1e-5)
+
+
+def test_bit_intrinsics_funnel_shifts_and_brev(lib):
+    n = 40
+    rng = np.random.default_rng(3)
+    lo = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    hi = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    shift = np.arange(n, dtype=np.uint32)  # 0..39: past 32 the two forms differ
+    s_ = [int(s) for s in shift]
+    hi[:6] = np.array([0.0, -0.0, 1e-45, 2.0, -3.0, np.nan], np.float32).view(np.uint32)
+    out = np.zeros(6 * n, np.uint32)
+    assert lib("bits_test", lo, hi, shift, out, n) is None
+    o = out.reshape(6, n)
+    both = [(int(h) << 32) | int(l) for l, h in zip(lo, hi)]
+    mask = 2**32 - 1
+    assert list(o[0]) == [((v << (s % 32)) >> 32) & mask for v, s in zip(both, s_)]
+    assert list(o[1]) == [((v << min(s, 32)) >> 32) & mask for v, s in zip(both, s_)]
+    assert list(o[2]) == [(v >> (s % 32)) & mask for v, s in zip(both, s_)]
+    assert list(o[3]) == [(v >> min(s, 32)) & mask for v, s in zip(both, s_)]
+    assert list(o[4]) == [int(f"{int(v):032b}"[::-1], 2) for v in lo]
+    assert list(o[5][:6]) == [0, 0, 1, 1, 0, 0]  # +0, -0, the smallest denormal, 2, -3, NaN

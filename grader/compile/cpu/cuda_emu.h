@@ -328,6 +328,20 @@ static inline unsigned __brev(unsigned x) {
     for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
     return r;
 }
+// Funnel shifts: hi:lo as one 64-bit value; _l returns its upper 32 bits after a left shift, _r its
+// lower 32 after a right shift; the shift is taken mod 32, or (the c forms) clamped to 32.
+static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)(((((unsigned long long)hi << 32) | lo) << (shift & 31)) >> 32);
+}
+static inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)(((((unsigned long long)hi << 32) | lo) << (shift < 32 ? shift : 32)) >> 32);
+}
+static inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)((((unsigned long long)hi << 32) | lo) >> (shift & 31));
+}
+static inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+    return (unsigned)((((unsigned long long)hi << 32) | lo) >> (shift < 32 ? shift : 32));
+}
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 static inline int __mul24(int a, int b) { return a * b; }
