@@ -348,18 +348,31 @@ __global__ void fill_random(float* p, size_t n, uint64_t seed, int relu) {
 // The timed rounds' checks of a buffer (op "stats"): an exact, order-free checksum of its words (their
 // sum, and their sum weighted by i % 61 + 1, as 64-bit integers: the worker computes the same on its
 // copy), how many of its floats are NaN or infinite, and a float32 matrix's column sums in double.
-__global__ void stats_kernel(const uint32_t* p, size_t n, size_t cols, unsigned long long* sums, double* colsum) {
+__global__ void stats_kernel(const uint32_t* p, size_t n, unsigned long long* sums) {
     unsigned long long s = 0, w = 0, bad = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    const unsigned step = stride % 61;
+    for (unsigned r = i % 61; i < n; i += stride) {  // r = i % 61, kept by an add (no 64-bit division per word)
         uint32_t v = p[i];
         s += v;
-        w += (unsigned long long)v * (i % 61 + 1);
+        w += (unsigned long long)v * (r + 1);
         bad += (v & 0x7f800000u) == 0x7f800000u;
-        if (colsum) atomicAdd(&colsum[i % cols], (double)__uint_as_float(v));
+        r += step;
+        r -= r >= 61 ? 61 : 0;
     }
     atomicAdd(&sums[0], s);
     atomicAdd(&sums[1], w);
     atomicAdd(&sums[2], bad);
+}
+// Column sums of a rows x cols float matrix: a thread per column and slice of rows (coalesced along the
+// row), one double atomic per thread (a per-element atomic would be rows x cols contended ones a round).
+__global__ void colsum_kernel(const float* p, size_t rows, size_t cols, double* colsum) {
+    const size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    double acc = 0.0;
+    for (size_t r = blockIdx.y; r < rows; r += gridDim.y) acc += p[r * cols + c];
+    atomicAdd(&colsum[c], acc);
 }
 #endif
 
@@ -866,10 +879,15 @@ static std::vector<Stat> buffer_stats(const std::vector<Buffer*>& bufs, const st
     size_t sum_bytes = 24 * bufs.size(), bytes = sum_bytes + 8 * total_cols;
     char* s = scratch(bytes ? bytes : 8);
     cuda_ok(cudaMemsetAsync(s, 0, bytes, STREAM), "stats");
-    for (size_t k = 0; k < bufs.size(); k++)
-        stats_kernel<<<264, 256, 0, STREAM>>>((const uint32_t*)bufs[k]->inner(), bufs[k]->n, cols[k],
-                                               (unsigned long long*)(s + 24 * k),
-                                               want_cols[k] ? (double*)(s + sum_bytes) + at[k] : nullptr);
+    for (size_t k = 0; k < bufs.size(); k++) {
+        stats_kernel<<<264, 256, 0, STREAM>>>((const uint32_t*)bufs[k]->inner(), bufs[k]->n,
+                                               (unsigned long long*)(s + 24 * k));
+        if (!want_cols[k] || !cols[k]) continue;
+        const size_t rows = bufs[k]->n / cols[k];  // a thread sums >= 32 rows; at most 1024 slices
+        const dim3 grid((unsigned)((cols[k] + 255) / 256), (unsigned)std::min<size_t>((rows + 31) / 32 + (rows == 0), 1024));
+        colsum_kernel<<<grid, 256, 0, STREAM>>>((const float*)bufs[k]->inner(), rows, cols[k],
+                                                 (double*)(s + sum_bytes) + at[k]);
+    }
     std::vector<char> host(bytes);
     from_dev(host.data(), s, bytes);  // waits for the kernels (our stream)
     for (size_t k = 0; k < bufs.size(); k++) {
