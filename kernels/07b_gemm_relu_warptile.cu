@@ -122,9 +122,6 @@ __device__ __forceinline__ uint32_t transposeNibbles8x8(uint32_t x, int b) {
 #ifndef MASK_TRANSPOSE
 #define MASK_TRANSPOSE 1  // 0: 3 __shfl_xor_sync per nibble, as 07 does
 #endif
-#ifndef MASK_BITS
-#define MASK_BITS 1  // 1: each bit is the sign of 0 - y, appended by a funnel shift (2 instructions, one of them
-#endif               // on the FMA pipe); 0: a compare and a select per bit (3 on the integer pipe)
 
 // MIN_BLOCKS: blocks per SM the register allocation must allow (__launch_bounds__).
 // EPI = false: the same kernel with 05's plain store of C (the `gemm` launcher, the fusion's baseline).
@@ -365,18 +362,10 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                         for (int j = 0; j < SUB; ++j) {
                             const float sum = threadResults[subM * SUB + i][subN * SUB + j];
                             y[j] = fmaxf(BIAS_MODE == 2 ? sum : sum + biasVals[subN][j], 0.0f);
-                            const bool inside = !checked || cCol + j < N;
-                            if (MASK_BITS && MASK_TRANSPOSE) {
-                                // y >= +-0 and never NaN, so 0 - y is negative exactly when y > 0 (0 - (+0) = +0):
-                                // its sign bit is the mask bit. Appended at bit 0, element 4 * (g % 8) + j ends at
-                                // bit 31 minus that after the register's 32 appends (__brev below turns it around).
-                                const uint32_t sign = inside ? __float_as_uint(__fsub_rn(0.0f, y[j])) : 0u;
-                                nibbles[g / 8] = __funnelshift_l(sign, nibbles[g / 8], 1);
-                            }
-                            nibble |= (y[j] > 0.0f && inside) ? 1u << j : 0u;  // unused (removed) when MASK_BITS
+                            nibble |= (y[j] > 0.0f && (!checked || cCol + j < N)) ? 1u << j : 0u;
                         }
                         if (MASK_TRANSPOSE) {
-                            if (!MASK_BITS) nibbles[g / 8] |= nibble << (4 * (g % 8));
+                            nibbles[g / 8] |= nibble << (4 * (g % 8));
                         } else {  // OR the nibbles of the word's 8 lanes: every lane is here (no early exit)
                             uint32_t word = nibble << (4 * b);
                             word |= __shfl_xor_sync(0xffffffffu, word, 1);
@@ -399,7 +388,7 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                 // After the transpose, lane b holds the word of group 8r + b of its 8 lanes (register r).
                 #pragma unroll
                 for (int r = 0; r < GROUPS / 8; ++r) {
-                    const uint32_t word = transposeNibbles8x8(MASK_BITS ? __brev(nibbles[r]) : nibbles[r], b);
+                    const uint32_t word = transposeNibbles8x8(nibbles[r], b);
                     const int g = 8 * r + b, subN = g % SUB_N, i = (g / SUB_N) % SUB, subM = g / (SUB_N * SUB);
                     const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
                     const int wordCol = (blockCol + threadColOff - 4 * b + subN * SUB_COLS) / 32;
