@@ -275,7 +275,7 @@ __global__ void volatile_sum(const float* x, float* out) {
 extern "C" void volatile_sum_launch(const float* x, float* out) { volatile_sum<<<1, 32>>>(x, out); }
 
 // Bit intrinsics: funnel shifts (mod 32 and clamped), bit reversal, and __fsub_rn's signed zero
-// (0 - (+0) = +0, so its sign bit says x > 0 for any x >= +-0; kernels/07b's mask relies on it).
+// (0 - (+0) = +0, so the sign bit of 0 - relu(x) says x > 0, as IEEE float on a GPU gives it).
 __global__ void bits(const unsigned* lo, const unsigned* hi, const unsigned* shift, unsigned* out, int n) {
     int i = threadIdx.x;
     if (i >= n) return;
