@@ -119,7 +119,7 @@ def test_the_kernels_printf_reaches_the_verdicts_output(tmp_path):
     assert "hello from the kernel" in r.output
 
 
-def test_a_kernel_that_looks_for_libraries_on_disk_finds_none():
+def test_a_kernel_that_looks_for_libraries_on_disk_finds_none(monkeypatch):
     """tests/submissions/borrow_library_files.cu looks for libpython, Python's standard library, torch's and cuBLAS's
     libraries (dlopen by name, opendir of the usual folders) and does the work only when it finds one. In the
     worker's view of the file system it found them and passed; in the runner's own view there is nothing."""
@@ -128,6 +128,18 @@ def test_a_kernel_that_looks_for_libraries_on_disk_finds_none():
     if probe.view:
         pytest.skip(f"the runner cannot make a view of its own here: {probe.view}")
     r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cpu", scan=False, time_it=False)
+    assert r.compiled and not r.correct and "never written" in r.message, r.message
+    monkeypatch.setenv("GRADER_RUNNER_VIEW", "0")  # the control: in the worker's view it finds one and passes
+    r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cpu", scan=False, time_it=False)
+    assert r.correct, r.message
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_runners_view_holds_no_library_to_borrow(monkeypatch):
+    """The same kernel on a GPU, with the runner's view on (GRADER_RUNNER_VIEW=1): the CUDA driver keeps
+    working after the pivot (the kernel runs and writes nothing), and no Python, torch or cuBLAS is on disk."""
+    monkeypatch.setenv("GRADER_RUNNER_VIEW", "1")
+    r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cuda", scan=False, time_it=False)
     assert r.compiled and not r.correct and "never written" in r.message, r.message
 
 

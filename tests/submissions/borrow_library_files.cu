@@ -29,12 +29,14 @@ static bool found_something_to_borrow() {
                           "/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu"};
     for (const char* dir : dirs)
         if (DIR* d = opendir(dir)) {
-            for (dirent* e; (e = readdir(d));)
-                if (e->d_name[0] == 'l' && e->d_name[1] == 'i' && e->d_name[2] == 'b' && e->d_name[3] == 'p' &&
-                    e->d_name[4] == 'y')  // libpython*
+            for (dirent* e; (e = readdir(d));) {
+                const char* n = e->d_name;  // libpython*, libcublas*, libtorch*
+                if (n[0] == 'l' && n[1] == 'i' && n[2] == 'b' &&
+                    ((n[3] == 'p' && n[4] == 'y') || (n[3] == 'c' && n[4] == 'u' && n[5] == 'b') || (n[3] == 't' && n[4] == 'o')))
                     return true;
+            }
             closedir(d);
-            if (dir[5] != 'l' || dir[9] != 'x') return true;  // a Python or CUDA folder is there at all
+            if (dir[9] == 'p' || dir[15] == 'p') return true;  // a Python folder (its standard library) is there at all
         }
     return false;
 }
