@@ -30,9 +30,7 @@ VARIANTS = {  # name -> 07b's -D switches (the defaults: BIAS_MODE 1, MASK_TRANS
     "mask_shuffles": ("-DMASK_TRANSPOSE=0",),
     "bias_init": ("-DBIAS_MODE=2",),
     "bias_global": ("-DBIAS_MODE=0",),
-    "persistent": ("-DPERSISTENT=1",),
 }
-GEMM_VARIANTS = ("persistent",)  # variants whose `gemm` (05's code with the variant's switches) is timed too
 SHAPES = bench.CHECK_SHAPES + [(130, 260, 40), (513, 1031, 260), (4096, 4096, 256)]
 
 
@@ -67,8 +65,7 @@ def main() -> int:
     res |= bench.gpu_info()
     if args.variants:
         variants = {name: checked(flags) for name, flags in VARIANTS.items()}
-        gemms = {f"{name} gemm": variants[name] for name in GEMM_VARIANTS}
-        rows = fusion.sweep(k07b, base=k05, variants=variants, gemm_variants=gemms)
+        rows = fusion.sweep(k07b, base=k05, variants=variants)
         res["variants"] = {"flags": VARIANTS, "rows": rows}
         say(f"variants (gemm = 05; every name / 05's gemm, timed in the same rounds)\n{fusion.table(rows)}")
     rows = fusion.sweep(k07b, base=k05)

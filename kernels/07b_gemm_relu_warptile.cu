@@ -119,12 +119,6 @@ __device__ __forceinline__ uint32_t transposeNibbles8x8(uint32_t x, int b) {
 #ifndef BIAS_MODE
 #define BIAS_MODE 1  // 1: the epilogue adds it from shared memory (copied with tile 0); 0: from global
 #endif               // memory; 2: the sums start at the bias (no add; a slower main loop on the H200)
-#ifndef PERSISTENT
-#define PERSISTENT 0  // 1: a block per SM takes work tiles in turn (the kernel's first comment)
-#endif
-#ifndef PERSISTENT_SMS
-#define PERSISTENT_SMS 0  // with PERSISTENT, the SMs to fill (0: the GPU's; tests use 1 so that one block walks every tile)
-#endif
 #ifndef MASK_TRANSPOSE
 #define MASK_TRANSPOSE 1  // 0: 3 __shfl_xor_sync per nibble, as 07 does
 #endif
@@ -141,27 +135,17 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
     constexpr int SUB_ROWS = WM / SUB_M, SUB_COLS = WN / SUB_N;  // distance between sub-tiles
     extern __shared__ __align__(16) float smem[];  // STAGES x { As[BK][AS_STRIDE], Bs[BK][BN] }
 
-    // 07b: work tiles (BM x BN blocks of C), numbered row by row. One per block (the launch grid covers
-    // C), or with PERSISTENT a block per SM that takes work tiles blockIdx.x, + gridDim.x, ...: the
-    // copies of its next tile's first K-tiles (and bias slice) are issued before this tile's epilogue,
-    // so they land while it runs instead of after a new block has started.
-    const int tilesM = (M + BM - 1) / BM, tilesN = (N + BN - 1) / BN, numWork = tilesM * tilesN;
-    const int workStride = gridDim.x * gridDim.y;
-    int work = blockIdx.y * gridDim.x + blockIdx.x;
-    int blockRow, blockCol;  // the current work tile's first row and column
-    auto placeTile = [&](int w) {
-        int tileM = w / tilesN, tileN = w % tilesN;
-        if (GROUP_M > 0) {  // tiles taken together cover GROUP_M block rows: A and B reused in L2
-            const int groupSize = GROUP_M * tilesN;
-            const int firstM = (w / groupSize) * GROUP_M;
-            const int rowsInGroup = min(tilesM - firstM, GROUP_M);
-            tileM = firstM + (w % groupSize) % rowsInGroup;
-            tileN = (w % groupSize) / rowsInGroup;
-        }
-        blockRow = tileM * BM;
-        blockCol = tileN * BN;
-    };
-    placeTile(work);
+    int tileM = blockIdx.y, tileN = blockIdx.x;
+    if (GROUP_M > 0) {  // blocks launched together cover GROUP_M block rows: A and B reused in L2
+        const int blockId = blockIdx.y * gridDim.x + blockIdx.x;
+        const int groupSize = GROUP_M * gridDim.x;
+        const int firstM = (blockId / groupSize) * GROUP_M;
+        const int rowsInGroup = min((int)gridDim.y - firstM, GROUP_M);
+        tileM = firstM + (blockId % groupSize) % rowsInGroup;
+        tileN = (blockId % groupSize) / rowsInGroup;
+    }
+    const int blockRow = tileM * BM;
+    const int blockCol = tileN * BN;
     const int warpIdx = threadIdx.x / 32, laneIdx = threadIdx.x % 32;
     const int warpRow = warpIdx / Cfg::WARPS_N, warpCol = warpIdx % Cfg::WARPS_N;
     const int laneRow = laneIdx / LANE_COLS, laneCol = laneIdx % LANE_COLS;
@@ -181,13 +165,12 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
     // transposed, As[k][row]. Unit u: row aRow0 + u * A_ROW_STEP, k aK (the same in every unit).
     constexpr int A_ROW_STEP = THREADS / BK;
     const int aK = threadIdx.x % BK, aRow0 = threadIdx.x / BK;
-    auto aSrcOf = [&] { return A + (size_t)min(blockRow + aRow0, M - 1) * K + aK; };  // clamped: never out of A
-    const float* aSrc = aSrcOf();
+    const float* aSrc = A + (size_t)min(blockRow + aRow0, M - 1) * K + aK;  // clamped: never out of A
     const size_t aUnitStride = (size_t)A_ROW_STEP * K;
     // B tile BK x BN in float4 granules: unit u: k bK0 + u * B_K_STEP, columns bCol .. bCol+3.
     constexpr int B_K_STEP = THREADS / (BN / 4);
     const int bK0 = threadIdx.x / (BN / 4), bColIn = 4 * (threadIdx.x % (BN / 4));
-    int bCol = blockCol + bColIn;
+    const int bCol = blockCol + bColIn;
     const float* bSrc = B + (size_t)bK0 * N + bCol;
 
     // Issue copy `u` of K-tile `tileIdx` into stage `stage` (no wait). checked == false: the caller
@@ -215,14 +198,7 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
             }
         }
     };
-    bool interiorMN = blockRow + BM <= M && blockCol + BN <= N;
-    auto nextWorkTile = [&] {  // move the copies' addresses to work tile `work`
-        placeTile(work);
-        aSrc = aSrcOf();
-        bCol = blockCol + bColIn;
-        bSrc = B + (size_t)bK0 * N + bCol;
-        interiorMN = blockRow + BM <= M && blockCol + BN <= N;
-    };
+    const bool interiorMN = blockRow + BM <= M && blockCol + BN <= N;
     auto loadTile = [&](int stage, int tileIdx) {
         // Tiles wholly inside A and B (all but the edges) copy without bounds checks: 88.9 % of
         // cuBLAS with the checks everywhere, 95.4 % without (sweep 5). The same branch for the block.
@@ -235,29 +211,44 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
         }
     };
 
-    // 07b: the bias. Mode 1 (the default): the block's slice is copied behind the stages (the launcher
-    // adds 2 BN floats of shared memory: this work tile's slice and the next one's) in tile 0's commit
-    // group, which every thread waits for and passes a barrier after before the main loop. Mode 2: every
-    // sum starts at its column's bias instead of 0, so the epilogue has nothing to add; on the H200 ptxas
-    // then scheduled the main loop differently, 1.8 % slower at K = 4096 (kernels/README.md).
-    float* biasSlices = smem + STAGES * Cfg::STAGE_FLOATS;
-    // The prologue of a work tile: its bias slice (mode 1), then the first STAGES-1 K-tiles. One commit
-    // group per K-tile, even when empty, so that "group kt is done" always means "tile kt has landed".
-    auto startWorkTile = [&](float* biasS) {
-        if (EPI && BIAS_MODE == 1) {
-            for (int c = threadIdx.x; c < BN; c += THREADS) {
-                const bool valid = blockCol + c < N;
-                copy4Async(&biasS[c], valid ? bias + blockCol + c : bias, valid);
-            }
-        }
-        #pragma unroll
-        for (int stage = 0; stage < STAGES - 1; ++stage) {
-            if (stage < numTiles) loadTile(stage, stage);
-            commitAsyncGroup();
-        }
-    };
-
     float threadResults[TM][TN];
+    #pragma unroll
+    for (int i = 0; i < TM; ++i)
+        #pragma unroll
+        for (int j = 0; j < TN; ++j) threadResults[i][j] = 0.0f;
+
+    // 07b: the bias. Mode 1 (the default): the block's slice is copied behind the stages (the launcher
+    // adds BN floats of shared memory) in tile 0's commit group, which every thread waits for and
+    // passes a barrier after before the main loop. Mode 2: every sum starts at its column's bias
+    // instead of 0, so the epilogue has nothing to add; on the H200 ptxas then scheduled the main
+    // loop differently, 1.8 % slower at K = 4096 (kernels/README.md).
+    float* biasS = smem + STAGES * Cfg::STAGE_FLOATS;
+    if (EPI && BIAS_MODE == 2) {
+        #pragma unroll
+        for (int subN = 0; subN < SUB_N; ++subN)
+            #pragma unroll
+            for (int j = 0; j < SUB; ++j) {
+                const int c = blockCol + threadColOff + subN * SUB_COLS + j;
+                const float biasVal = c < N ? bias[c] : 0.0f;
+                #pragma unroll
+                for (int i = 0; i < TM; ++i) threadResults[i][subN * SUB + j] = biasVal;
+            }
+    }
+    if (EPI && BIAS_MODE == 1) {
+        for (int c = threadIdx.x; c < BN; c += THREADS) {
+            const bool valid = blockCol + c < N;
+            copy4Async(&biasS[c], valid ? bias + blockCol + c : bias, valid);
+        }
+    }
+
+    // Prologue: start the first STAGES-1 tiles. One commit group per tile, even when empty,
+    // so that "group kt is done" always means "tile kt has landed".
+    #pragma unroll
+    for (int stage = 0; stage < STAGES - 1; ++stage) {
+        if (stage < numTiles) loadTile(stage, stage);
+        commitAsyncGroup();
+    }
+
     // Fragments of k-step dotIdx of the tile in `stage`: TM floats of A (column dotIdx of the A tile), TN of B.
     auto loadFragments = [&](float* regM, float* regN, int stage, int dotIdx) {
         const float* As = smem + stage * Cfg::STAGE_FLOATS;
@@ -279,168 +270,134 @@ gemm_bias_relu_kernel(const float* A, const float* B, const float* bias, float* 
                 threadResults[resIdxM][resIdxN] += regM[resIdxM] * regN[resIdxN];
     };
 
-    startWorkTile(biasSlices);
-    for (int round = 0; work < numWork; ++round) {
-        float* biasS = biasSlices + (round % 2) * BN;
+    // The fragments of k-step dotIdx+1 load while k-step dotIdx multiplies, across tile boundaries
+    // too: the one barrier per tile sits before the tile's last k-step, whose fragments are already
+    // in registers, so the first fragment loads of the next tile hide behind its 128 FFMAs.
+    float regM[2][TM], regN[2][TN];
+    waitAsyncGroups<STAGES - 2>();  // tile 0 has landed (this thread's copies) ...
+    __syncthreads();                // ... everyone's
+    if (numTiles > 0) loadFragments(regM[0], regN[0], 0, 0);
+    for (int tileIdx = 0; tileIdx < numTiles; ++tileIdx) {
+        const int stage = tileIdx % STAGES;
+        // Refill the stage of tile tileIdx-1: everyone passed the barrier of tile tileIdx-1, after
+        // which nobody reads its stage (its last fragments were in registers before it).
+        const int nextTile = tileIdx + STAGES - 1;
+        if (nextTile < numTiles) loadTile(nextTile % STAGES, nextTile);
+        commitAsyncGroup();  // one group per tile (an empty one past the last tile)
         #pragma unroll
-        for (int i = 0; i < TM; ++i)
+        for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
+            if (dotIdx + 1 < BK) {
+                loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], stage, dotIdx + 1);
+            } else if (tileIdx + 1 < numTiles) {
+                waitAsyncGroups<STAGES - 2>();  // tile tileIdx+1 has landed (this thread's copies) ...
+                __syncthreads();                // ... everyone's, and everyone is past its fragment loads of this tile
+                loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], (tileIdx + 1) % STAGES, 0);
+            }
+            multiply(regM[dotIdx % 2], regN[dotIdx % 2]);
+        }
+    }
+    static_assert(BK % 2 == 0, "k-step 0 of every tile uses register buffer 0");
+    waitAsyncGroups<0>();  // no copy may still be writing shared memory when the block exits
+
+    if constexpr (!EPI) {
+        // Epilogue: registers -> C. Sub-tile (subM, subN) holds rows threadRowOff + subM*SUB_ROWS + 0..3
+        // and columns threadColOff + subN*SUB_COLS + 0..3 of the block tile.
+        #pragma unroll
+        for (int subM = 0; subM < SUB_M; ++subM)
             #pragma unroll
-            for (int j = 0; j < TN; ++j) threadResults[i][j] = 0.0f;
-        if (EPI && BIAS_MODE == 2) {
+            for (int i = 0; i < SUB; ++i) {
+                const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
+                if (cRow >= M) continue;
+                float* cPtr = C + (size_t)cRow * N;
+                #pragma unroll
+                for (int subN = 0; subN < SUB_N; ++subN) {
+                    const int cCol = blockCol + threadColOff + subN * SUB_COLS;
+                    const float* res = &threadResults[subM * SUB + i][subN * SUB];
+                    if (VEC) {
+                        if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
+                    } else {
+                        #pragma unroll
+                        for (int j = 0; j < SUB; ++j)
+                            if (cCol + j < N) cPtr[cCol + j] = res[j];
+                    }
+                }
+            }
+        return;
+    } else {
+        // 07b's epilogue: C = relu(sums + bias), stored where 05 stores C, and the mask. A mask word is
+        // 32 columns = 8 lanes (laneCol % 8 = b = 0..7) x 4 columns of one sub-tile row.
+        static_assert(LANE_COLS % 8 == 0 && SUB == 4, "a mask word = the nibbles of 8 lanes of one row");
+        constexpr int GROUPS = SUB_M * SUB * SUB_N;  // float4 (= nibbles) per thread
+        static_assert(GROUPS % 8 == 0, "8 nibbles per register");
+        const int W = (N + 31) / 32;                 // mask words per row
+        const int b = laneIdx % 8;
+        if (BIAS_MODE == 1 && numTiles == 0) __syncthreads();  // K = 0: the main loop passed no barrier
+        // checked == false: the block's tile is wholly inside C (all but the edge blocks), so no
+        // row, column or mask-word test. The same branch for the whole block, as in loadTile.
+        auto epilogue = [&](bool checked) {
+            float biasVals[SUB_N][SUB];
             #pragma unroll
             for (int subN = 0; subN < SUB_N; ++subN)
                 #pragma unroll
                 for (int j = 0; j < SUB; ++j) {
-                    const int c = blockCol + threadColOff + subN * SUB_COLS + j;
-                    const float biasVal = c < N ? bias[c] : 0.0f;
-                    #pragma unroll
-                    for (int i = 0; i < TM; ++i) threadResults[i][subN * SUB + j] = biasVal;
+                    const int c = threadColOff + subN * SUB_COLS + j;
+                    if (BIAS_MODE == 1) biasVals[subN][j] = biasS[c];
+                    if (BIAS_MODE == 0) biasVals[subN][j] = !checked || blockCol + c < N ? bias[blockCol + c] : 0.0f;
                 }
-        }
-
-        // The fragments of k-step dotIdx+1 load while k-step dotIdx multiplies, across tile boundaries
-        // too: the one barrier per tile sits before the tile's last k-step, whose fragments are already
-        // in registers, so the first fragment loads of the next tile hide behind its 128 FFMAs.
-        float regM[2][TM], regN[2][TN];
-        waitAsyncGroups<STAGES - 2>();  // tile 0 has landed (this thread's copies) ...
-        __syncthreads();                // ... everyone's
-        if (numTiles > 0) loadFragments(regM[0], regN[0], 0, 0);
-        for (int tileIdx = 0; tileIdx < numTiles; ++tileIdx) {
-            const int stage = tileIdx % STAGES;
-            // Refill the stage of tile tileIdx-1: everyone passed the barrier of tile tileIdx-1, after
-            // which nobody reads its stage (its last fragments were in registers before it).
-            const int nextTile = tileIdx + STAGES - 1;
-            if (nextTile < numTiles) loadTile(nextTile % STAGES, nextTile);
-            commitAsyncGroup();  // one group per tile (an empty one past the last tile)
+            uint32_t nibbles[GROUPS / 8] = {};  // group g = (subM * SUB + i) * SUB_N + subN: nibble g % 8 of register g / 8
             #pragma unroll
-            for (int dotIdx = 0; dotIdx < BK; ++dotIdx) {
-                if (dotIdx + 1 < BK) {
-                    loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], stage, dotIdx + 1);
-                } else if (tileIdx + 1 < numTiles) {
-                    waitAsyncGroups<STAGES - 2>();  // tile tileIdx+1 has landed (this thread's copies) ...
-                    __syncthreads();                // ... everyone's, and everyone is past its fragment loads of this tile
-                    loadFragments(regM[(dotIdx + 1) % 2], regN[(dotIdx + 1) % 2], (tileIdx + 1) % STAGES, 0);
-                }
-                multiply(regM[dotIdx % 2], regN[dotIdx % 2]);
-            }
-        }
-        static_assert(BK % 2 == 0, "k-step 0 of every tile uses register buffer 0");
-        waitAsyncGroups<0>();  // no copy may still be writing shared memory when the block exits
-
-        // The next work tile's prologue goes out before this tile's epilogue (PERSISTENT; without it
-        // there is no next tile): its copies land while the epilogue computes and stores.
-        const int outRow = blockRow, outCol = blockCol;
-        const bool outInterior = interiorMN;
-        work += workStride;
-        if (work < numWork) {
-            __syncthreads();  // every warp has its last fragments of this tile in registers: the stages are free
-            nextWorkTile();
-            startWorkTile(biasSlices + ((round + 1) % 2) * BN);
-        }
-        {
-            // This tile's position, hiding the next tile's for the epilogue below.
-            const int blockRow = outRow, blockCol = outCol;
-            const bool interiorMN = outInterior;
-            if constexpr (!EPI) {
-                // Epilogue: registers -> C. Sub-tile (subM, subN) holds rows threadRowOff + subM*SUB_ROWS + 0..3
-                // and columns threadColOff + subN*SUB_COLS + 0..3 of the block tile.
+            for (int subM = 0; subM < SUB_M; ++subM)
                 #pragma unroll
-                for (int subM = 0; subM < SUB_M; ++subM)
+                for (int i = 0; i < SUB; ++i) {
+                    const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
+                    const bool rowOk = !checked || cRow < M;
+                    float* cPtr = C + (size_t)cRow * N;
                     #pragma unroll
-                    for (int i = 0; i < SUB; ++i) {
-                        const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
-                        if (cRow >= M) continue;
-                        float* cPtr = C + (size_t)cRow * N;
-                        #pragma unroll
-                        for (int subN = 0; subN < SUB_N; ++subN) {
-                            const int cCol = blockCol + threadColOff + subN * SUB_COLS;
-                            const float* res = &threadResults[subM * SUB + i][subN * SUB];
-                            if (VEC) {
-                                if (cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(res[0], res[1], res[2], res[3]);
-                            } else {
-                                #pragma unroll
-                                for (int j = 0; j < SUB; ++j)
-                                    if (cCol + j < N) cPtr[cCol + j] = res[j];
-                            }
-                        }
-                    }
-            } else {
-                // 07b's epilogue: C = relu(sums + bias), stored where 05 stores C, and the mask. A mask word is
-                // 32 columns = 8 lanes (laneCol % 8 = b = 0..7) x 4 columns of one sub-tile row.
-                static_assert(LANE_COLS % 8 == 0 && SUB == 4, "a mask word = the nibbles of 8 lanes of one row");
-                constexpr int GROUPS = SUB_M * SUB * SUB_N;  // float4 (= nibbles) per thread
-                static_assert(GROUPS % 8 == 0, "8 nibbles per register");
-                const int W = (N + 31) / 32;                 // mask words per row
-                const int b = laneIdx % 8;
-                if (BIAS_MODE == 1 && numTiles == 0) __syncthreads();  // K = 0: the main loop passed no barrier
-                // checked == false: the block's tile is wholly inside C (all but the edge blocks), so no
-                // row, column or mask-word test. The same branch for the whole block, as in loadTile.
-                auto epilogue = [&](bool checked) {
-                    float biasVals[SUB_N][SUB];
-                    #pragma unroll
-                    for (int subN = 0; subN < SUB_N; ++subN)
+                    for (int subN = 0; subN < SUB_N; ++subN) {
+                        const int g = (subM * SUB + i) * SUB_N + subN;
+                        const int cCol = blockCol + threadColOff + subN * SUB_COLS;
+                        float y[SUB];
+                        uint32_t nibble = 0;
                         #pragma unroll
                         for (int j = 0; j < SUB; ++j) {
-                            const int c = threadColOff + subN * SUB_COLS + j;
-                            if (BIAS_MODE == 1) biasVals[subN][j] = biasS[c];
-                            if (BIAS_MODE == 0) biasVals[subN][j] = !checked || blockCol + c < N ? bias[blockCol + c] : 0.0f;
+                            const float sum = threadResults[subM * SUB + i][subN * SUB + j];
+                            y[j] = fmaxf(BIAS_MODE == 2 ? sum : sum + biasVals[subN][j], 0.0f);
+                            nibble |= (y[j] > 0.0f && (!checked || cCol + j < N)) ? 1u << j : 0u;
                         }
-                    uint32_t nibbles[GROUPS / 8] = {};  // group g = (subM * SUB + i) * SUB_N + subN: nibble g % 8 of register g / 8
-                    #pragma unroll
-                    for (int subM = 0; subM < SUB_M; ++subM)
-                        #pragma unroll
-                        for (int i = 0; i < SUB; ++i) {
-                            const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
-                            const bool rowOk = !checked || cRow < M;
-                            float* cPtr = C + (size_t)cRow * N;
+                        if (MASK_TRANSPOSE) {
+                            nibbles[g / 8] |= nibble << (4 * (g % 8));
+                        } else {  // OR the nibbles of the word's 8 lanes: every lane is here (no early exit)
+                            uint32_t word = nibble << (4 * b);
+                            word |= __shfl_xor_sync(0xffffffffu, word, 1);
+                            word |= __shfl_xor_sync(0xffffffffu, word, 2);
+                            word |= __shfl_xor_sync(0xffffffffu, word, 4);
+                            const int wordCol = (cCol - 4 * b) / 32;
+                            if (b == 0 && rowOk && (!checked || wordCol < W)) mask[(size_t)cRow * W + wordCol] = word;
+                        }
+                        if (!rowOk) continue;
+                        if (VEC) {
+                            if (!checked || cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(y[0], y[1], y[2], y[3]);
+                        } else {
                             #pragma unroll
-                            for (int subN = 0; subN < SUB_N; ++subN) {
-                                const int g = (subM * SUB + i) * SUB_N + subN;
-                                const int cCol = blockCol + threadColOff + subN * SUB_COLS;
-                                float y[SUB];
-                                uint32_t nibble = 0;
-                                #pragma unroll
-                                for (int j = 0; j < SUB; ++j) {
-                                    const float sum = threadResults[subM * SUB + i][subN * SUB + j];
-                                    y[j] = fmaxf(BIAS_MODE == 2 ? sum : sum + biasVals[subN][j], 0.0f);
-                                    nibble |= (y[j] > 0.0f && (!checked || cCol + j < N)) ? 1u << j : 0u;
-                                }
-                                if (MASK_TRANSPOSE) {
-                                    nibbles[g / 8] |= nibble << (4 * (g % 8));
-                                } else {  // OR the nibbles of the word's 8 lanes: every lane is here (no early exit)
-                                    uint32_t word = nibble << (4 * b);
-                                    word |= __shfl_xor_sync(0xffffffffu, word, 1);
-                                    word |= __shfl_xor_sync(0xffffffffu, word, 2);
-                                    word |= __shfl_xor_sync(0xffffffffu, word, 4);
-                                    const int wordCol = (cCol - 4 * b) / 32;
-                                    if (b == 0 && rowOk && (!checked || wordCol < W)) mask[(size_t)cRow * W + wordCol] = word;
-                                }
-                                if (!rowOk) continue;
-                                if (VEC) {
-                                    if (!checked || cCol < N) *reinterpret_cast<float4*>(&cPtr[cCol]) = make_float4(y[0], y[1], y[2], y[3]);
-                                } else {
-                                    #pragma unroll
-                                    for (int j = 0; j < SUB; ++j)
-                                        if (!checked || cCol + j < N) cPtr[cCol + j] = y[j];
-                                }
-                            }
-                        }
-                    if (MASK_TRANSPOSE) {
-                        // After the transpose, lane b holds the word of group 8r + b of its 8 lanes (register r).
-                        #pragma unroll
-                        for (int r = 0; r < GROUPS / 8; ++r) {
-                            const uint32_t word = transposeNibbles8x8(nibbles[r], b);
-                            const int g = 8 * r + b, subN = g % SUB_N, i = (g / SUB_N) % SUB, subM = g / (SUB_N * SUB);
-                            const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
-                            const int wordCol = (blockCol + threadColOff - 4 * b + subN * SUB_COLS) / 32;
-                            if (!checked || (cRow < M && wordCol < W)) mask[(size_t)cRow * W + wordCol] = word;
+                            for (int j = 0; j < SUB; ++j)
+                                if (!checked || cCol + j < N) cPtr[cCol + j] = y[j];
                         }
                     }
-                };
-                if (interiorMN) epilogue(false);
-                else            epilogue(true);
+                }
+            if (MASK_TRANSPOSE) {
+                // After the transpose, lane b holds the word of group 8r + b of its 8 lanes (register r).
+                #pragma unroll
+                for (int r = 0; r < GROUPS / 8; ++r) {
+                    const uint32_t word = transposeNibbles8x8(nibbles[r], b);
+                    const int g = 8 * r + b, subN = g % SUB_N, i = (g / SUB_N) % SUB, subM = g / (SUB_N * SUB);
+                    const int cRow = blockRow + threadRowOff + subM * SUB_ROWS + i;
+                    const int wordCol = (blockCol + threadColOff - 4 * b + subN * SUB_COLS) / 32;
+                    if (!checked || (cRow < M && wordCol < W)) mask[(size_t)cRow * W + wordCol] = word;
+                }
             }
-        }
+        };
+        if (interiorMN) epilogue(false);
+        else            epilogue(true);
     }
 }
 
@@ -450,7 +407,7 @@ static bool launchConfig(const float* A, const float* B, const float* bias, floa
                          int M, int N, int K, cudaStream_t stream) {
     using Cfg = TileConfig<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES>;
     auto kernel = gemm_bias_relu_kernel<BM, BN, BK, LANE_ROWS, SUB_M, SUB_N, STAGES, MIN_BLOCKS, VEC, EPI>;
-    const int smemBytes = (int)Cfg::SMEM_BYTES + (EPI && BIAS_MODE == 1 ? 2 * BN * (int)sizeof(float) : 0);  // + 2 bias slices
+    const int smemBytes = (int)Cfg::SMEM_BYTES + (EPI && BIAS_MODE == 1 ? BN * (int)sizeof(float) : 0);  // + the bias slice
     // Raise the dynamic shared-memory limit once per instantiation. A GPU with less shared memory
     // per block than this tile needs (a T4 allows 64 KB; the 128 x 256 x 32 tile takes 97 KB)
     // refuses: then the caller uses a smaller tile.
@@ -461,16 +418,6 @@ static bool launchConfig(const float* A, const float* B, const float* bias, floa
         return false;
     }
     dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    if (PERSISTENT) {  // MIN_BLOCKS blocks per SM (what __launch_bounds__ promised), each walking work tiles
-        static const int sms = PERSISTENT_SMS > 0 ? PERSISTENT_SMS : [] {
-            int d = 0, n = 0;
-            cudaGetDevice(&d);
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d);
-            return n;
-        }();
-        const long workTiles = (long)grid.x * grid.y, blocks = (long)sms * MIN_BLOCKS;
-        if (sms > 0 && workTiles > blocks) grid = dim3((unsigned)blocks);
-    }
     kernel<<<grid, Cfg::THREADS, smemBytes, stream>>>(A, B, bias, C, mask, M, N, K);
     return true;
 }

@@ -61,9 +61,6 @@ def test_sweep_against_another_files_gemm_times_the_files_own_gemm_and_variants_
 
     k07b = bench.load_kernel("07b_gemm_relu_warptile.cu", "gemm_relu")
     k05 = bench.load_kernel("05_warptile_pipelined.cu", "register_blocked")
-    (row,) = fusion.sweep(
-        k07b, ks=(64,), m=256, n=256, seconds=0.2, base=k05, variants={"again": k07b}, gemm_variants={"g": k07b}
-    )
-    keys = ("fused ms", "gemm ms", "gemm + pass ms", "own gemm ms", "again ms", "again / gemm", "g ms", "g / gemm")
-    for key in keys:
+    (row,) = fusion.sweep(k07b, ks=(64,), m=256, n=256, seconds=0.2, base=k05, variants={"again": k07b})
+    for key in ("fused ms", "gemm ms", "gemm + pass ms", "own gemm ms", "again ms", "again / gemm"):
         assert row[key] > 0, (key, row)

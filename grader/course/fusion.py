@@ -26,14 +26,12 @@ RESULTS_07B = KERNELS_DIR / "results" / "h200_fusion_07b.json"  # k07b: benchmar
 PASS_FILE = "07a_bias_relu_pass.cu"
 
 
-def sweep(
-    mod, ks=KS, m: int = 4096, n: int = 4096, seconds: float = 3.0, base=None, variants=None, gemm_variants=None
-) -> list[dict]:
+def sweep(mod, ks=KS, m: int = 4096, n: int = 4096, seconds: float = 3.0, base=None, variants=None) -> list[dict]:
     """Time mod's gemm_relu, the GEMM alone and the GEMM + the separate pass at each K (GPU only).
 
     base: a loaded file whose `gemm` is the GEMM alone (default: mod's own); mod's own `gemm` is then
     timed too ("own gemm ms"). variants: {name: loaded gemm_relu file}, timed in the same rounds
-    ("NAME ms", "NAME / gemm"). gemm_variants: {name: loaded file}, whose `gemm` is timed the same way."""
+    ("NAME ms", "NAME / gemm")."""
     import torch
 
     from grader.run import binding
@@ -59,8 +57,6 @@ def sweep(
             fns["own gemm"] = lambda: mod.launch.gemm(A, B, C2)
         for name, v in variants.items():
             fns[name] = lambda v=v: v.launch.gemm_relu(A, B, bias, C, mask)
-        for name, v in (gemm_variants or {}).items():
-            fns[name] = lambda v=v: v.launch.gemm(A, B, C2)
         t = time_gpu(fns, max_seconds=seconds)
         g = t["gemm"].median_ms
         rows.append(
@@ -70,7 +66,7 @@ def sweep(
                 "fused / gemm": t["fused"].median_ms / g,
                 "gemm + pass / gemm": t["gemm + pass"].median_ms / g,
                 "speedup": t["gemm + pass"].median_ms / t["fused"].median_ms,
-                **{f"{name} / gemm": t[name].median_ms / g for name in [*variants, *(gemm_variants or {})]},
+                **{f"{name} / gemm": t[name].median_ms / g for name in variants},
                 "spread": max(t[name].spread for name in fns),
             }
         )
