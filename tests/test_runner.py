@@ -154,3 +154,22 @@ def test_the_view_can_be_switched_off(monkeypatch):
     assert client.view_wanted("cpu") and not client.view_wanted("cuda")
     monkeypatch.setenv("GRADER_RUNNER_VIEW", "1")
     assert client.view_wanted("cuda")
+
+
+def test_the_notebooks_setup_builds_the_runner_before_the_first_check(tmp_path, monkeypatch):
+    """lab.setup() (every notebook's first cell) starts the runner's build, so that the first check of a
+    session does not wait for nvcc or g++ to build it (measured on an H100: 9.9 s before the runner, 14.7 s
+    after with a fresh cache)."""
+    import time
+
+    from grader.course import lab
+    from grader.run import binding
+
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path))
+    monkeypatch.setattr(binding, "resolve_backend", lambda: "cpu")
+    assert not list(tmp_path.glob("runner/cpu-*/runner"))
+    assert lab.setup(verbose=False) == "cpu"
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("runner/cpu-*/runner")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(tmp_path.glob("runner/cpu-*/runner")), "setup() did not build the runner"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 BRANCH = "main"
@@ -113,7 +114,9 @@ def setup(verbose: bool = True) -> str:
       beside it (a kernel started outside `course.sh lab` lacks it);
     - on a GPU, sets TORCH_CUDA_ARCH_LIST to the GPU's own architecture unless set, so load_inline
       builds real code for it rather than PTX a older driver may refuse (Colab's T4);
-    - on the CPU backend, names a missing or unusable compiler at once (grader.compile.hostcc).
+    - on the CPU backend, names a missing or unusable compiler at once (grader.compile.hostcc);
+    - starts building the grader's native runner in the background (prebuild_runner), so that the
+      first check does not wait for it.
     """
     import torch
 
@@ -140,12 +143,31 @@ def setup(verbose: bool = True) -> str:
             f"backend: cpu{where} (no GPU visible to torch {torch.__version__}): correctness only, no timing; "
             "the figures quoted are the committed H200 runs"
         )
+    prebuild_runner(backend)
     if verbose:
         print(line)
         problem = hostcc.problem()
         if problem:
             print(f"warning: {problem}" + (" (the GPU backend still works)" if backend == "cuda" else ""))
     return backend
+
+
+def prebuild_runner(backend: str) -> threading.Thread:
+    """Build the native runner for `backend` (grader.run.runner.build: nvcc on a GPU, g++ on the CPU
+    backend; once per cache) in a daemon thread. A check that comes first waits for the same build (the
+    builder's lock) instead of starting another; a failed build is reported by that check."""
+
+    def build():
+        from grader.run.runner.build import runner_binary
+
+        try:
+            runner_binary(backend)
+        except Exception:  # noqa: BLE001 (the first check builds it again and says why it cannot)
+            pass
+
+    thread = threading.Thread(target=build, name="grader-runner-build", daemon=True)
+    thread.start()
+    return thread
 
 
 def measured_tflops(names: dict[str, str], shape: str = "4096x4096x4096") -> dict[str, float]:
