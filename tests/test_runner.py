@@ -136,8 +136,9 @@ def test_a_kernel_that_looks_for_libraries_on_disk_finds_none(monkeypatch):
 
 @pytest.mark.gpu
 def test_on_the_gpu_the_runners_view_holds_no_library_to_borrow(monkeypatch):
-    """The same kernel on a GPU, with the runner's view on (the default; set here so that the test holds if it changes): the CUDA driver keeps
-    working after the pivot (the kernel runs and writes nothing), and no Python, torch or cuBLAS is on disk."""
+    """The same kernel on a GPU, with the runner's view on (the default, set here in case it changes): the
+    CUDA driver keeps working after the pivot (the kernel runs and writes nothing), and no Python, torch or
+    cuBLAS is on disk."""
     monkeypatch.setenv("GRADER_RUNNER_VIEW", "1")
     r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cuda", scan=False, time_it=False)
     assert r.compiled and not r.correct and "never written" in r.message, r.message
