@@ -142,6 +142,9 @@ def test_on_the_gpu_the_runners_view_holds_no_library_to_borrow(monkeypatch):
     monkeypatch.setenv("GRADER_RUNNER_VIEW", "1")
     r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cuda", scan=False, time_it=False)
     assert r.compiled and not r.correct and "never written" in r.message, r.message
+    monkeypatch.setenv("GRADER_RUNNER_VIEW", "0")  # the control: in the worker's view it finds one and passes
+    r = grade.grade("naive", SUBMISSIONS / "borrow_library_files.cu", backend="cuda", scan=False, time_it=False)
+    assert r.correct, r.message
 
 
 def test_the_view_can_be_switched_off(monkeypatch):
