@@ -177,3 +177,30 @@ def test_the_notebooks_setup_builds_the_runner_before_the_first_check(tmp_path, 
     while not list(tmp_path.glob("runner/cpu-*/runner")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert list(tmp_path.glob("runner/cpu-*/runner")), "setup() did not build the runner"
+
+
+def test_a_runner_without_a_shared_cpp_runtime_still_loads_a_gpp_library(tmp_path):
+    """A runner built by a $CXX that links the C++ runtime statically did not load libstdc++; in its own
+    view nothing else can be found by name, so a g++-built kernel library failed to load ("libstdc++.so.6:
+    cannot open shared object file", seen on the GPU machine's CPU backend). The runner loads the C++
+    runtime before it makes the view."""
+    import subprocess
+
+    from grader.run.runner import build
+
+    binary = tmp_path / "runner"
+    subprocess.run([*build._command("cpu", binary), "-static-libstdc++", "-static-libgcc"], check=True)
+    (tmp_path / "k.cpp").write_text(
+        '#include <string>\nextern "C" int f(int n) { return (int)std::to_string(n).size(); }\n'
+    )
+    subprocess.run(
+        ["g++", "-O1", "-shared", "-fPIC", "-o", str(tmp_path / "k.so"), str(tmp_path / "k.cpp")], check=True
+    )
+    r = Runner(str(binary), "cpu")
+    try:
+        if r.view:
+            pytest.skip(f"the runner cannot make a view of its own here: {r.view}")
+        r.load("k", str(tmp_path / "k.so"))
+        assert r.missing("k", ["f"]) == []
+    finally:
+        r.close()

@@ -1351,6 +1351,11 @@ static void program_and_libraries(const char* program, const std::string& loader
 static std::vector<std::string> view_files() {
     // libraries a kernel library may need beyond the runner's own: loaded now, resolved by name later
     for (const char* lib : {"libm.so.6", "libdl.so.2", "librt.so.1", "libpthread.so.0"}) dlopen(lib, RTLD_NOW);
+#ifndef RUNNER_CUDA
+    // and the C++ runtime a g++-built kernel library needs, which this runner may not have loaded itself (a
+    // $CXX that links it statically): once the view is made, nothing outside it can be found by name
+    for (const char* lib : {"libstdc++.so.6", "libgcc_s.so.1"}) dlopen(lib, RTLD_NOW);
+#endif
     std::vector<std::string> files;
     dl_iterate_phdr(each_object, &files);
     std::string loader;
