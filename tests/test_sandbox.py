@@ -224,6 +224,23 @@ def test_a_hang_is_killed_and_a_crash_is_a_crash(tmp_path, launcher):
     assert run.returncode == 0 and len(run.messages) == 1, run.output
 
 
+LINGER = r"""
+static volatile int spin;
+struct Linger {  // a static object whose destructor never ends: the library never finishes unloading
+    ~Linger() { for (;;) spin = spin + 1; }
+};
+static Linger linger;
+"""
+
+
+def test_a_worker_that_lingers_after_its_last_result_does_not_hold_the_verdict(tmp_path, launcher):
+    # the worker's last message says every result is out; what the processes do while they end (the
+    # runner's exit, a CUDA context's teardown) must not add to the verdict's time
+    run = _run(_lib(tmp_path, "gemm_work(A, B, C, M, N, K);", "linger", prelude=LINGER))
+    assert run.returncode == 0 and not run.timed_out and len(run.messages) == 1, run.output
+    assert run.ended - run.arrivals[-1] < 2.5, (run.arrivals, run.ended)
+
+
 def test_the_template_never_loads_a_submission(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_FORKSERVER", "1")
     monkeypatch.setenv("GRADER_SANDBOX", "none")  # so that the template is our child, and its maps readable

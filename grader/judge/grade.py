@@ -330,6 +330,7 @@ def _run(ctx: GradeContext) -> None:
     if run.arrivals:  # inside the worker's time: its start (and the first case), the other cases, the timing
         phases["worker_first_result"] = round(run.arrivals[0], 4)
         phases["worker_last_result"] = round(run.arrivals[-1], 4)
+        phases["worker_done"] = round(run.ended or 0.0, 4)
         done = [a for (m, _), a in zip(run.messages, run.arrivals) if "case" in m or "step" in m]
         if done and len(done) < len(run.arrivals):  # the timing came after the cases
             phases["worker_cases_done"] = round(done[-1], 4)

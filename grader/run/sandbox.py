@@ -51,6 +51,7 @@ class ChildRun:
     protocol_error: str = ""
     lock_wait_s: float | None = None  # seconds from start until the GPU lock was held
     arrivals: list[float] = field(default_factory=list)  # seconds from start to each of `messages`
+    ended: float | None = None  # seconds from start until the run was over (its exit or its last message)
 
     @property
     def crashed(self) -> bool:
@@ -483,6 +484,9 @@ def _collect(
                         "worker (written by the submission?)"
                     )
                     break
+                if m[0].get("done"):
+                    finished.set()
+                    break
                 if m[0].get("gpu_lock") == "held":
                     result.lock_wait_s = time.monotonic() - started
                     if lock_held is not None:
@@ -496,16 +500,23 @@ def _collect(
             if result.protocol_error:
                 child.kill()  # nothing it sends after this can be trusted; do not let it block on the pipe
 
+    finished = threading.Event()  # the worker's last message came: every result is in
     with log:
         threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
         for t in threads:
             t.start()
-        if not _wait(child, timeout, lock_held, lock_wait):
+        if not _wait(child, timeout, lock_held, lock_wait, finished):
             result.timed_out = True
             child.kill()
         threads[1].join(timeout=5)
         os.close(r_fd)
+        result.ended = time.monotonic() - started
         result.returncode = child.returncode
+        if result.returncode is None and finished.is_set():
+            # it is still tearing down (the runner's and its own CUDA context: about 0.1 s on a GPU);
+            # nothing it does now reaches the verdict, so it ends in the background
+            result.returncode = 0
+            threading.Thread(target=_reap, args=(child,), daemon=True).start()
         log.seek(0, os.SEEK_END)
         size = log.tell()
         log.seek(max(0, size - OUTPUT_CAP))
@@ -513,19 +524,30 @@ def _collect(
         result.output = ("...\n" if size > OUTPUT_CAP else "") + tail
 
 
-def _wait(proc, timeout: float, lock_held: threading.Event | None, lock_wait: float) -> bool:
-    """Wait for the child to exit; False when it ran out of time. Without a lock the limit is
-    `timeout` from now; with one, `timeout` from when the lock was held (at most `lock_wait`
-    extra seconds of waiting for it)."""
+def _wait(
+    proc, timeout: float, lock_held: threading.Event | None, lock_wait: float, finished: threading.Event
+) -> bool:
+    """Wait for the child to exit or to send its last message (`finished`); False when it ran out of
+    time. Without a lock the limit is `timeout` from now; with one, `timeout` from when the lock was
+    held (at most `lock_wait` extra seconds of waiting for it)."""
     deadline = time.monotonic() + timeout + (lock_wait if lock_held is not None else 0.0)
-    while True:
+    while not finished.is_set():
         if lock_held is not None and lock_held.is_set():
             deadline, lock_held = time.monotonic() + timeout, None  # the run's own clock starts now
         left = deadline - time.monotonic()
         if left <= 0:
             return False
         try:
-            proc.wait(timeout=min(left, 0.1) if lock_held is not None else left)
+            proc.wait(timeout=min(left, 0.01))
             return True
         except subprocess.TimeoutExpired:
             continue
+    return True
+
+
+def _reap(child, grace: float = 30.0) -> None:
+    """Wait for a worker that sent its last message to exit; kill it if it does not within `grace`."""
+    try:
+        child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        child.kill()

@@ -614,7 +614,9 @@ def serve(result_fd: int, stdin_fd: int = 0) -> int:
         send({"fatal": str(e)})
         return 0
     try:
-        return _serve_cases(req, cases, mem, base, send)
+        rc = _serve_cases(req, cases, mem, base, send)
+        send({"done": True})  # every result is out: the parent need not wait for this process to end
+        return rc
     except RunnerDied as e:
         _die_like(e)
     finally:
