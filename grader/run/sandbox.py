@@ -524,9 +524,7 @@ def _collect(
         result.output = ("...\n" if size > OUTPUT_CAP else "") + tail
 
 
-def _wait(
-    proc, timeout: float, lock_held: threading.Event | None, lock_wait: float, finished: threading.Event
-) -> bool:
+def _wait(proc, timeout: float, lock_held: threading.Event | None, lock_wait: float, finished: threading.Event) -> bool:
     """Wait for the child to exit or to send its last message (`finished`); False when it ran out of
     time. Without a lock the limit is `timeout` from now; with one, `timeout` from when the lock was
     held (at most `lock_wait` extra seconds of waiting for it)."""
